@@ -1,0 +1,1 @@
+"""cortexkit command line: click commands only; the methods live in cortexkit.tools."""

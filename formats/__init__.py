@@ -1,0 +1,1 @@
+"""Everything that touches bytes: the artifact contract, stdin/stdout, YAML, outside formats."""

@@ -1,0 +1,1 @@
+"""The methods, one package per tool; plain torch/numpy code, no click, no file paths."""

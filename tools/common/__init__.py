@@ -1,0 +1,1 @@
+"""Numerics shared by more than one tool."""
