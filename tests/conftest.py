@@ -76,3 +76,9 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data not found at {SHARED_DATA} (set CORTEXKIT_SHARED_DATA)")
     return SHARED_DATA
+
+
+@pytest.fixture
+def one_line_error():
+    """:func:`assert_one_line_error` as a fixture (test modules do not import conftest)."""
+    return assert_one_line_error
