@@ -119,3 +119,30 @@ def write_npz(arrays: dict[str, np.ndarray]) -> bytes:
     out = io.BytesIO()
     np.savez(out, **arrays)
     return out.getvalue()
+
+
+def read_csv_columns(data: bytes, name: str) -> tuple[list[str], dict[str, list[str]]]:
+    """(header, column -> list of cell strings) from CSV bytes with a header row.
+
+    Unlike :func:`read_csv` nothing is converted: mixed tables (numbers and categories) are for
+    the tool that reads them to encode. Cells are stripped of surrounding blanks.
+    """
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise CortexError(f"{name}: not UTF-8 text, so not a CSV table") from None
+    rows = [row for row in csv.reader(io.StringIO(text)) if row]
+    if not rows:
+        raise CortexError(f"{name}: empty CSV (expected a header row and data rows)")
+    header, body = [h.strip() for h in rows[0]], rows[1:]
+    if not body:
+        raise CortexError(f"{name}: CSV has a header but no data rows")
+    if len(set(header)) != len(header):
+        dup = sorted({h for h in header if header.count(h) > 1})
+        raise CortexError(f"{name}: CSV header repeats column name(s) {dup}")
+    for number, row in enumerate(body, start=2):
+        if len(row) != len(header):
+            raise CortexError(f"{name}: line {number} has {len(row)} fields, the header has "
+                              f"{len(header)}")
+    columns = {h: [row[j].strip() for row in body] for j, h in enumerate(header)}
+    return header, columns
