@@ -21,6 +21,7 @@ pessimistic estimates).  Adjacency: add/remove one record.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, asdict
 
@@ -38,6 +39,20 @@ def _pld():
     # dp_accounting imports absl/scipy: keep it out of module import time.
     from dp_accounting.pld import privacy_loss_distribution
     return privacy_loss_distribution
+
+
+@functools.lru_cache(maxsize=64)
+def _gaussian_step(sigma: float, sampling_rate: float):
+    """PLD of one Poisson-subsampled Gaussian step (building it is the slow part: cache it)."""
+    return _pld().from_gaussian_mechanism(
+        sigma, sensitivity=1.0, sampling_prob=sampling_rate, use_connect_dots=True)
+
+
+@functools.lru_cache(maxsize=64)
+def _laplace_step(laplace_b: float, sampling_rate: float):
+    """PLD of one Poisson-subsampled Laplace histogram release, scale 1 / laplace_b."""
+    return _pld().from_laplace_mechanism(
+        1.0 / laplace_b, sensitivity=1.0, sampling_prob=sampling_rate, use_connect_dots=True)
 
 
 def _check_args(sigma: float, laplace_b: float | None, sampling_rate: float, delta: float) -> None:
@@ -61,14 +76,9 @@ def privacy_loss_distribution(sigma: float, laplace_b: float | None, sampling_ra
         return None
     if laplace_b is not None and math.isinf(laplace_b):
         return None
-    pld = _pld()
-    gaussian = pld.from_gaussian_mechanism(
-        sigma, sensitivity=1.0, sampling_prob=sampling_rate, use_connect_dots=True)
-    total = gaussian.self_compose(steps)
+    total = _gaussian_step(float(sigma), float(sampling_rate)).self_compose(steps)
     if laplace_b is not None:
-        laplace = pld.from_laplace_mechanism(
-            1.0 / laplace_b, sensitivity=1.0, sampling_prob=sampling_rate, use_connect_dots=True)
-        total = total.compose(laplace.self_compose(steps))
+        total = total.compose(_laplace_step(float(laplace_b), float(sampling_rate)).self_compose(steps))
     return total
 
 
@@ -97,9 +107,7 @@ def epsilon_parts(sigma: float, laplace_b: float | None, sampling_rate: float, s
         elif math.isinf(laplace_b):
             out["laplace_only"] = math.inf
         else:
-            pld = _pld().from_laplace_mechanism(
-                1.0 / laplace_b, sensitivity=1.0, sampling_prob=sampling_rate,
-                use_connect_dots=True).self_compose(steps)
+            pld = _laplace_step(float(laplace_b), float(sampling_rate)).self_compose(steps)
             out["laplace_only"] = float(pld.get_epsilon_for_delta(delta))
     return out
 
