@@ -172,8 +172,8 @@ train_options = _options(
     click.option("--dual-momentum", type=float, default=0.0, show_default=True, help="Heavy-ball momentum."),
     click.option("--dual-max", type=float, default=float("inf"), show_default=True,
                  help="Upper bound of the multipliers (the compact dual set)."),
-    click.option("--temperature", type=float, default=2.0, show_default=True,
-                 help="tau: rates use softmax(tau * logits)."),
+    click.option("--temperature", type=float, default=8.0, show_default=True,
+                 help="tau: rates use softmax(tau * logits); large tau makes soft rates track hard ones."),
     click.option("--model", "model_kind", type=click.Choice(["logistic", "mlp"]), default="logistic",
                  show_default=True, help="Logistic regression or a ReLU MLP."),
     click.option("--hidden", default="64", show_default=True, metavar="H[,H]", help="MLP hidden sizes."),
@@ -506,7 +506,7 @@ def train(run, table, **options):
 @verb(group, "predict", output="artifact", torch_options=True)
 @click.argument("model", metavar="MODEL|-")
 @click.argument("table", metavar="TABLE.csv|-")
-@click.option("--iterate", type=click.Choice(["last", "average"]), default="last", show_default=True,
+@click.option("--iterate", type=click.Choice(["last", "average"]), default="average", show_default=True,
               help="Which parameters: the last iterate or the average of all iterates.")
 def predict(run, model, table, iterate):
     """Predict labels and class probabilities (no sensitive column needed) -> dpfair-predictions or CSV."""
@@ -534,7 +534,7 @@ def predict(run, model, table, iterate):
 @verb(group, "evaluate", output="report", torch_options=True)
 @click.argument("model", metavar="MODEL|-")
 @click.argument("table", metavar="TABLE.csv|-")
-@click.option("--iterate", type=click.Choice(["last", "average"]), default="last", show_default=True,
+@click.option("--iterate", type=click.Choice(["last", "average"]), default="average", show_default=True,
               help="Which parameters: the last iterate or the average of all iterates.")
 def evaluate(run, model, table, iterate):
     """Accuracy, fairness gaps, constraint violations and epsilon spent, as YAML."""
@@ -617,7 +617,7 @@ def account(run, sigma, laplace_b, sampling_rate, batch_size, n_records, steps, 
 @click.option("--gammas", default="0.01,0.02,0.05,0.1,0.15,0.2", show_default=True, metavar="G[,G]",
               help="The gamma grid.")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per gamma.")
-@click.option("--iterate", type=click.Choice(["last", "average"]), default="last", show_default=True)
+@click.option("--iterate", type=click.Choice(["last", "average"]), default="average", show_default=True)
 @click.option("--plot", default=None, metavar="PNG", help="Also draw test error vs DP gap (needs matplotlib).")
 @data_options
 @train_options

@@ -83,7 +83,7 @@ def encode(name: str):
 
 def raco_run(d: dict, *, gamma: float | None, epsilon: float, delta: float = 1e-5, sigma: float = 10.0,
              laplace_b: float = 0.03, batch: float = 4096, clip: float = 3.0, lr: float = 0.5,
-             lr_dual: float = 0.3, temperature: float = 2.0, max_steps: int = 1000, seed: int = 0,
+             lr_dual: float = 0.3, temperature: float = 8.0, max_steps: int = 1000, seed: int = 0,
              model: str = "logistic", hidden=(), dual_update: str = "heavy-ball", constraint: str = "demographic-parity",
              steps: int | None = None, x_eval=None, y_eval=None, g_eval=None) -> dict:
     """One RaCO-DP (gamma given) or DP-SGD (gamma None) run through the tools API; test metrics of

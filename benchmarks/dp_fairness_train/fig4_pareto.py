@@ -1,0 +1,161 @@
+"""Figure 4: Pareto fronts (test misclassification vs test demographic-parity gap) at epsilon 1
+(delta 1e-5), 5 seeds per gamma, against the published DP-FERMI / Tran et al. points
+(shared/data/dpfair/baselines_dpfermi/published_pareto_points.csv) and, measured in the same run,
+non-private fairlearn ExponentiatedGradient(LogisticRegression, DemographicParity) and our own
+unconstrained DP-SGD mode. A hypervolume (box gap <= 0.25, error <= 0.25) per method.
+
+    python benchmarks/dp_fairness_train/fig4_pareto.py --dataset adult --out benchmarks/dp_fairness_train/results/fig4_pareto_adult.yaml
+    python benchmarks/dp_fairness_train/fig4_pareto.py --dataset parkinsons --out benchmarks/dp_fairness_train/results/fig4_pareto_parkinsons.yaml
+    python benchmarks/dp_fairness_train/fig4_pareto.py --dataset compas --out benchmarks/dp_fairness_train/results/fig4_pareto_compas.yaml
+"""
+import argparse
+import csv
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+import common  # noqa: E402
+
+# Hyper-parameters chosen on a validation split (tune.py); gamma grids.
+SETTINGS = {
+    "adult": {"params": {}, "gammas": [0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.07, 0.1, 0.15],
+              "fairlearn_bounds": [0.01, 0.02, 0.035]},
+    "parkinsons": {"params": {"batch": 512, "sigma": 6.0, "laplace_b": 0.1},
+                   "gammas": [0.01, 0.02, 0.03, 0.05, 0.07], "fairlearn_bounds": [0.005, 0.01, 0.02, 0.04]},
+    "compas": {"params": {"batch": 1024, "sigma": 8.0, "laplace_b": 0.1},
+               "gammas": [0.02, 0.05, 0.1, 0.2], "fairlearn_bounds": [0.02, 0.05]},
+}
+PUBLISHED_NAME = {"adult": "adult", "parkinsons": "parkinsons"}
+
+
+def published(dataset, epsilon):
+    path = common.DATA / "baselines_dpfermi" / "published_pareto_points.csv"
+    out = {}
+    name = PUBLISHED_NAME.get(dataset)
+    if name is None:
+        return out
+    for r in csv.DictReader(open(path)):
+        if r["constraint"] == "demographic_parity" and r["dataset"] == name and float(r["epsilon"]) == epsilon:
+            out.setdefault(r["method"], []).append(
+                {"error": float(r["test_misclassification"]), "dp_gap": float(r["test_violation_mean"])})
+    return out
+
+
+def fairlearn_points(d, bounds):
+    from fairlearn.reductions import DemographicParity, ExponentiatedGradient
+    from sklearn.linear_model import LogisticRegression
+
+    from cortexkit.tools.dpfair import metrics
+
+    pts = []
+    x, y, xt = d["x_train"].numpy(), d["y_train"].numpy(), d["x_test"].numpy()
+    for bound in bounds:
+        t0 = time.perf_counter()
+        eg = ExponentiatedGradient(LogisticRegression(max_iter=1000), DemographicParity(difference_bound=bound),
+                                   eps=0.01, max_iter=50)
+        eg.fit(x, y, sensitive_features=d["g_train"])
+        pred = eg.predict(xt, random_state=0)
+        gaps = metrics.fairness_gaps(pred, d["y_test"].numpy(), d["g_test"], 2)
+        pts.append({"bound": bound, "error": float((pred != d["y_test"].numpy()).mean()), "dp_gap": gaps["dp_gap"],
+                    "ovr_gap": gaps["ovr_gap"], "seconds": time.perf_counter() - t0})
+        print("fairlearn", pts[-1], flush=True)
+    return pts
+
+
+def front(points):
+    """Non-dominated subset of (dp_gap, error) points, sorted by gap."""
+    pts = sorted(points, key=lambda p: (p["dp_gap"], p["error"]))
+    out, best = [], float("inf")
+    for p in pts:
+        if p["error"] < best:
+            out.append(p)
+            best = p["error"]
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dataset", default="adult", choices=sorted(SETTINGS))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--no-fairlearn", action="store_true", help="skip the (slow) fairlearn anchor")
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    out_path = args.out or str(Path(__file__).parent / "results" / f"fig4_pareto_{args.dataset}.yaml")
+    cfg = SETTINGS[args.dataset]
+    d = common.encode(args.dataset)
+    result = {"figure": "4 Pareto", "dataset": args.dataset, "commit": common.git_commit(), "epsilon": args.epsilon,
+              "delta": 1e-5, "seeds": args.seeds, "iterate": "average", "settings": cfg,
+              "n_train": int(len(d["y_train"])), "groups": sorted(set(d["g_train"].tolist())),
+              "majority_error": float(min(d["y_test"].float().mean(), 1 - d["y_test"].float().mean()))}
+
+    def mean_point(runs, **extra):
+        pt = dict(extra)
+        for key in ("error", "dp_gap", "ovr_gap", "eo_gap"):
+            vals = [r["average"][key] for r in runs]
+            pt[key] = statistics.fmean(vals)
+            pt[key + "_sd"] = statistics.stdev(vals) if len(vals) > 1 else 0.0
+        pt["steps"] = runs[0]["steps"]
+        pt["epsilon_spent"] = runs[0]["epsilon"]
+        return pt
+
+    dpsgd = [common.raco_run(d, gamma=None, epsilon=args.epsilon, seed=s, **cfg["params"]) for s in range(args.seeds)]
+    result["our_dpsgd_unconstrained"] = mean_point(dpsgd)
+    print("dpsgd", result["our_dpsgd_unconstrained"], flush=True)
+    ours = []
+    for gamma in cfg["gammas"]:
+        runs = [common.raco_run(d, gamma=gamma, epsilon=args.epsilon, seed=s, **cfg["params"])
+                for s in range(args.seeds)]
+        ours.append(mean_point(runs, gamma=gamma))
+        print("raco", ours[-1], flush=True)
+        result["raco_dp"] = ours
+        common.write_yaml(out_path, result)
+    pub = published(args.dataset, args.epsilon)
+    result["published"] = pub
+    if not args.no_fairlearn:
+        result["fairlearn_expgrad_nonprivate"] = fairlearn_points(d, cfg["fairlearn_bounds"])
+    methods = {"RaCO-DP (ours)": ours + [result["our_dpsgd_unconstrained"]], **pub}
+    if "fairlearn_expgrad_nonprivate" in result:
+        methods["fairlearn ExpGrad (non-private)"] = result["fairlearn_expgrad_nonprivate"]
+    result["hypervolume"] = {m: common.hypervolume([(p["dp_gap"], p["error"]) for p in pts]) for m, pts in methods.items()}
+    dominated = {}
+    for m, pts in pub.items():
+        dominated[m] = {"points": len(pts), "dominated_by_ours": sum(
+            any(o["dp_gap"] <= p["dp_gap"] and o["error"] <= p["error"] for o in ours) for p in pts)}
+    result["published_points_dominated"] = dominated
+    result["best_error_at_gap"] = {str(g): min([o["error"] for o in ours if o["dp_gap"] <= g], default=None)
+                                   for g in (0.01, 0.02, 0.05, 0.1)}
+    result["front"] = front(ours)
+    common.write_yaml(out_path, result)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(5.5, 4))
+        ax.plot([p["dp_gap"] for p in ours], [p["error"] for p in ours], "o-", label="RaCO-DP (ours)")
+        for m, pts in pub.items():
+            ax.plot([p["dp_gap"] for p in pts], [p["error"] for p in pts], "x--", label=m, alpha=0.7)
+        if "fairlearn_expgrad_nonprivate" in result:
+            pts = result["fairlearn_expgrad_nonprivate"]
+            ax.plot([p["dp_gap"] for p in pts], [p["error"] for p in pts], "s:", label="fairlearn (non-private)")
+        ax.set_xlabel("test DP gap (max - min selection rate)")
+        ax.set_ylabel("test misclassification")
+        ax.set_title(f"{args.dataset}, epsilon {args.epsilon:g}")
+        ax.legend(fontsize=6)
+        fig.tight_layout()
+        fig.savefig(Path(out_path).with_suffix(".png"), dpi=110)
+    except ImportError:
+        pass
+
+
+if __name__ == "__main__":
+    main()
