@@ -24,7 +24,7 @@ import common  # noqa: E402
 
 # Hyper-parameters chosen on a validation split (tune.py); gamma grids.
 SETTINGS = {
-    "adult": {"params": {}, "gammas": [0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.07, 0.1, 0.15],
+    "adult": {"params": {}, "gammas": [0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1, 0.15],
               "fairlearn_bounds": [0.01, 0.02, 0.035]},
     "parkinsons": {"params": {"batch": 512, "sigma": 6.0, "laplace_b": 0.1},
                    "gammas": [0.01, 0.02, 0.03, 0.05, 0.07], "fairlearn_bounds": [0.005, 0.01, 0.02, 0.04]},

@@ -185,7 +185,8 @@ def train(model: nn.Module, features: torch.Tensor, labels: torch.Tensor, cells:
         dual_avg = dual_avg + (dual - dual_avg) / (t + 1)
         result.batch_sizes.append(int(len(idx)))
         if config.record_every and ((t + 1) % config.record_every == 0 or t + 1 == config.steps):
-            row = {"step": t + 1, "batch_size": int(len(idx))}
+            # no realised batch size here: it is a non-private count of the data
+            row = {"step": t + 1}
             if use_rates:
                 row["dual_max"] = float(dual.max()) if n_cons else 0.0
                 row["noisy_violation_max"] = float(dual_gradient.max())
