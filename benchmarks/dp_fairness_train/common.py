@@ -33,8 +33,8 @@ def need_data() -> None:
         sys.exit(f"benchmark data not found at {DATA} (set CORTEXKIT_SHARED_DATA)")
 
 
-def load(name: str):
-    """(train DataFrame, test DataFrame, label, sensitive) of string columns."""
+def load(name: str, split_seed: int = 100):
+    """(train DataFrame, test DataFrame, label, sensitive) of string columns; 75/25 split."""
     import pandas as pd
 
     need_data()
@@ -44,7 +44,7 @@ def load(name: str):
         df = df.drop(columns=[c for c in df.columns if c.lower() in ("", "unnamed: 0", "subject#")], errors="ignore")
     if name == "compas":
         df = df[COMPAS_FEATURES + ["race", label]]
-    train = df.sample(frac=0.75, random_state=100)
+    train = df.sample(frac=0.75, random_state=split_seed)
     test = df.drop(train.index)
     return train, test, label, sensitive
 
@@ -58,13 +58,13 @@ def write_split(name: str, folder: Path) -> tuple[Path, Path, str, str]:
     return tr, te, label, sensitive
 
 
-def encode(name: str):
+def encode(name: str, split_seed: int = 100):
     """Tensors for the tools API: dict with x_train, y_train, x_test, y_test, groups, classes, columns."""
     import torch
 
     from cortexkit.tools.dpfair import table as tab
 
-    train, test, label, sensitive = load(name)
+    train, test, label, sensitive = load(name, split_seed)
     tr = {c: train[c].tolist() for c in train.columns}
     te = {c: test[c].tolist() for c in test.columns}
     features = [c for c in train.columns if c not in (label, sensitive)]
