@@ -35,7 +35,9 @@ record lies in exactly one cell.
 
 Privacy is accounted with Google's dp-accounting PLD accountant (connect-the-dots, add/remove
 adjacency): T Poisson-subsampled Gaussian steps composed with T Poisson-subsampled Laplace
-releases, as in the paper. LAPLACE CONVENTION: --laplace-b is the inverse scale; each cell gets
+releases, as in the paper (both read the same Poisson batch each step; like the paper, the accountant
+treats them as two independently subsampled mechanisms, not one jointly subsampled composite).
+LAPLACE CONVENTION: --laplace-b is the inverse scale; each cell gets
 Laplace(0, 1/b) noise, so b is the pure epsilon of one un-subsampled histogram. Given --epsilon and
 --delta, train calibrates the number of steps (or sigma when --steps is given) and refuses to run past
 the budget; the model stores the ledger (sigma, b, q, T, delta, epsilon spent, accountant).
