@@ -86,13 +86,16 @@ def main():
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--no-fairlearn", action="store_true", help="skip the (slow) fairlearn anchor")
+    ap.add_argument("--gammas", default=None, help="override the gamma grid, e.g. 0.12,0.13")
     ap.add_argument("--resplit", action="store_true",
                     help="seed s also draws the 75/25 split (split seed s) instead of the fixed split seed 100")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
     out_path = args.out or str(Path(__file__).parent / "results" / f"fig4_pareto_{args.dataset}.yaml")
-    cfg = SETTINGS[args.dataset]
+    cfg = dict(SETTINGS[args.dataset])
+    if args.gammas:
+        cfg["gammas"] = [float(g) for g in args.gammas.split(",")]
     splits = [common.encode(args.dataset, s if args.resplit else 100) for s in range(args.seeds if args.resplit else 1)]
     d = splits[0]
 
