@@ -7,6 +7,7 @@ unconstrained DP-SGD mode. A hypervolume (box gap <= 0.25, error <= 0.25) per me
     python benchmarks/dp_fairness_train/fig4_pareto.py --dataset adult --out benchmarks/dp_fairness_train/results/fig4_pareto_adult.yaml
     python benchmarks/dp_fairness_train/fig4_pareto.py --dataset parkinsons --out benchmarks/dp_fairness_train/results/fig4_pareto_parkinsons.yaml
     python benchmarks/dp_fairness_train/fig4_pareto.py --dataset compas --out benchmarks/dp_fairness_train/results/fig4_pareto_compas.yaml
+    python benchmarks/dp_fairness_train/fig4_pareto.py --dataset adult --constraint equalized-odds --out benchmarks/dp_fairness_train/results/fig4_pareto_adult_eo.yaml
 """
 import argparse
 import csv
@@ -32,6 +33,9 @@ SETTINGS = {
                "gammas": [0.02, 0.05, 0.1, 0.2], "fairlearn_bounds": [0.02, 0.05]},
 }
 PUBLISHED_NAME = {"adult": "adult", "parkinsons": "parkinsons"}
+# --constraint equalized-odds: the gap on the x axis, the published curves and fairlearn's constraint follow
+GAP = "dp_gap"
+EO_SETTINGS = {"adult": {"params": {}, "gammas": [0.01, 0.02, 0.05, 0.1], "fairlearn_bounds": [0.01, 0.02, 0.05]}}
 
 
 def published(dataset, epsilon):
@@ -41,14 +45,15 @@ def published(dataset, epsilon):
     if name is None:
         return out
     for r in csv.DictReader(open(path)):
-        if r["constraint"] == "demographic_parity" and r["dataset"] == name and float(r["epsilon"]) == epsilon:
+        kind = "demographic_parity" if GAP == "dp_gap" else "equalized_odds"
+        if r["constraint"] == kind and r["dataset"] == name and float(r["epsilon"].rstrip(".")) == epsilon:  # the CSV has "0.5." once
             out.setdefault(r["method"], []).append(
-                {"error": float(r["test_misclassification"]), "dp_gap": float(r["test_violation_mean"])})
+                {"error": float(r["test_misclassification"]), GAP: float(r["test_violation_mean"])})
     return out
 
 
 def fairlearn_points(d, bounds):
-    from fairlearn.reductions import DemographicParity, ExponentiatedGradient
+    from fairlearn.reductions import DemographicParity, EqualizedOdds, ExponentiatedGradient
     from sklearn.linear_model import LogisticRegression
 
     from cortexkit.tools.dpfair import metrics
@@ -57,20 +62,21 @@ def fairlearn_points(d, bounds):
     x, y, xt = d["x_train"].numpy(), d["y_train"].numpy(), d["x_test"].numpy()
     for bound in bounds:
         t0 = time.perf_counter()
-        eg = ExponentiatedGradient(LogisticRegression(max_iter=1000), DemographicParity(difference_bound=bound),
+        moment = DemographicParity if GAP == "dp_gap" else EqualizedOdds
+        eg = ExponentiatedGradient(LogisticRegression(max_iter=1000), moment(difference_bound=bound),
                                    eps=0.01, max_iter=50)
         eg.fit(x, y, sensitive_features=d["g_train"])
         pred = eg.predict(xt, random_state=0)
         gaps = metrics.fairness_gaps(pred, d["y_test"].numpy(), d["g_test"], 2)
         pts.append({"bound": bound, "error": float((pred != d["y_test"].numpy()).mean()), "dp_gap": gaps["dp_gap"],
-                    "ovr_gap": gaps["ovr_gap"], "seconds": time.perf_counter() - t0})
+                    "ovr_gap": gaps["ovr_gap"], "eo_gap": gaps["eo_gap"], "seconds": time.perf_counter() - t0})
         print("fairlearn", pts[-1], flush=True)
     return pts
 
 
 def front(points):
-    """Non-dominated subset of (dp_gap, error) points, sorted by gap."""
-    pts = sorted(points, key=lambda p: (p["dp_gap"], p["error"]))
+    """Non-dominated subset of (gap, error) points, sorted by gap."""
+    pts = sorted(points, key=lambda p: (p[GAP], p["error"]))
     out, best = [], float("inf")
     for p in pts:
         if p["error"] < best:
@@ -86,6 +92,7 @@ def main():
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--no-fairlearn", action="store_true", help="skip the (slow) fairlearn anchor")
+    ap.add_argument("--constraint", default="demographic-parity", choices=["demographic-parity", "equalized-odds"])
     ap.add_argument("--gammas", default=None, help="override the gamma grid, e.g. 0.12,0.13")
     ap.add_argument("--resplit", action="store_true",
                     help="seed s also draws the 75/25 split (split seed s) instead of the fixed split seed 100")
@@ -93,7 +100,9 @@ def main():
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
     out_path = args.out or str(Path(__file__).parent / "results" / f"fig4_pareto_{args.dataset}.yaml")
-    cfg = dict(SETTINGS[args.dataset])
+    global GAP
+    GAP = "dp_gap" if args.constraint == "demographic-parity" else "eo_gap"
+    cfg = dict((SETTINGS if GAP == "dp_gap" else EO_SETTINGS)[args.dataset])
     if args.gammas:
         cfg["gammas"] = [float(g) for g in args.gammas.split(",")]
     splits = [common.encode(args.dataset, s if args.resplit else 100) for s in range(args.seeds if args.resplit else 1)]
@@ -102,7 +111,7 @@ def main():
     def data(seed):
         return splits[seed] if args.resplit else d
 
-    result = {"figure": "4 Pareto", "dataset": args.dataset, "commit": common.git_commit(), "epsilon": args.epsilon,
+    result = {"figure": "4 Pareto", "dataset": args.dataset, "constraint": args.constraint, "gap": GAP, "commit": common.git_commit(), "epsilon": args.epsilon,
               "delta": 1e-5, "seeds": args.seeds, "iterate": "average",
               "split": "split seed = run seed (0..seeds-1)" if args.resplit else "fixed split seed 100", "settings": cfg,
               "n_train": int(len(d["y_train"])), "groups": sorted(set(d["g_train"].tolist())),
@@ -131,7 +140,8 @@ def main():
     print("dpsgd", result["our_dpsgd_unconstrained"], flush=True)
     ours = []
     for gamma in cfg["gammas"]:
-        runs = [common.raco_run(data(s), gamma=gamma, epsilon=args.epsilon, seed=s, **cfg["params"])
+        runs = [common.raco_run(data(s), gamma=gamma, epsilon=args.epsilon, seed=s, constraint=args.constraint,
+                                **cfg["params"])
                 for s in range(args.seeds)]
         ours.append(mean_point(runs, gamma=gamma))
         print("raco", ours[-1], flush=True)
@@ -143,19 +153,19 @@ def main():
         # fairlearn is deterministic given the split: average its points over the splits too
         per_split = [fairlearn_points(data(s), cfg["fairlearn_bounds"]) for s in range(len(splits))]
         result["fairlearn_expgrad_nonprivate"] = [
-            {"bound": pts[0]["bound"], **{k: statistics.fmean(p[k] for p in pts) for k in ("error", "dp_gap", "ovr_gap", "seconds")}}
+            {"bound": pts[0]["bound"], **{k: statistics.fmean(p[k] for p in pts) for k in ("error", "dp_gap", "ovr_gap", "eo_gap", "seconds")}}
             for pts in zip(*per_split)]
     methods = {"RaCO-DP (ours)": ours + [result["our_dpsgd_unconstrained"]], **pub}
     if "fairlearn_expgrad_nonprivate" in result:
         methods["fairlearn ExpGrad (non-private)"] = result["fairlearn_expgrad_nonprivate"]
-    result["hypervolume"] = {m: common.hypervolume([(p["dp_gap"], p["error"]) for p in pts]) for m, pts in methods.items()}
+    result["hypervolume"] = {m: common.hypervolume([(p[GAP], p["error"]) for p in pts]) for m, pts in methods.items()}
     dominated = {}
     mine = methods["RaCO-DP (ours)"]          # the gamma grid plus the unconstrained (gamma = inf) point
     for m, pts in pub.items():
         dominated[m] = {"points": len(pts), "dominated_by_ours": sum(
-            any(o["dp_gap"] <= p["dp_gap"] and o["error"] <= p["error"] for o in mine) for p in pts)}
+            any(o[GAP] <= p[GAP] and o["error"] <= p["error"] for o in mine) for p in pts)}
     result["published_points_dominated"] = dominated
-    result["best_error_at_gap"] = {str(g): min([o["error"] for o in mine if o["dp_gap"] <= g], default=None)
+    result["best_error_at_gap"] = {str(g): min([o["error"] for o in mine if o[GAP] <= g], default=None)
                                    for g in (0.01, 0.02, 0.05, 0.1)}
     result["front"] = front(mine)
     common.write_yaml(out_path, result)
@@ -165,15 +175,15 @@ def main():
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(5.5, 4))
-        ax.plot([p["dp_gap"] for p in ours], [p["error"] for p in ours], "o-", label="RaCO-DP (ours)")
+        ax.plot([p[GAP] for p in ours], [p["error"] for p in ours], "o-", label="RaCO-DP (ours)")
         for m, pts in pub.items():
-            ax.plot([p["dp_gap"] for p in pts], [p["error"] for p in pts], "x--", label=m, alpha=0.7)
+            ax.plot([p[GAP] for p in pts], [p["error"] for p in pts], "x--", label=m, alpha=0.7)
         if "fairlearn_expgrad_nonprivate" in result:
             pts = result["fairlearn_expgrad_nonprivate"]
-            ax.plot([p["dp_gap"] for p in pts], [p["error"] for p in pts], "s:", label="fairlearn (non-private)")
-        ax.set_xlabel("test DP gap (max - min selection rate)")
+            ax.plot([p[GAP] for p in pts], [p["error"] for p in pts], "s:", label="fairlearn (non-private)")
+        ax.set_xlabel("test DP gap (max - min selection rate)" if GAP == "dp_gap" else "test equalized-odds gap")
         ax.set_ylabel("test misclassification")
-        ax.set_title(f"{args.dataset}, epsilon {args.epsilon:g}")
+        ax.set_title(f"{args.dataset}, {args.constraint}, epsilon {args.epsilon:g}")
         ax.legend(fontsize=6)
         fig.tight_layout()
         fig.savefig(Path(out_path).with_suffix(".png"), dpi=110)
