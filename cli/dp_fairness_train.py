@@ -125,6 +125,7 @@ Connect the Dots: Tighter Discrete Approximations of Privacy Loss Distributions,
 }
 
 BUILTIN_CONSTRAINTS = ("demographic-parity", "equalized-odds", "fnr", "none")
+MAX_CELLS = 256
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,6 +284,11 @@ def _prepare(run, table: dict, source: str, label: str, sensitive: str, drop: st
         if overlap:
             run.warn(f"constraint spec uses {sorted(overlap)} which are also features; add them to --drop or "
                      "--sensitive to keep them out of the model")
+    if rc is not None and rc.partition.n_cells > MAX_CELLS:
+        sizes = ", ".join(f"{a}: {len(l)}" for a, l in zip(rc.partition.attributes, rc.partition.levels))
+        raise CortexError(f"the constraint partition has {rc.partition.n_cells} cells ({sizes}); at most {MAX_CELLS} "
+                          "are supported (each needs enough records per batch against the noise): bin continuous "
+                          "sensitive columns or merge small groups first")
     cells = rc.partition.cell_index(table) if rc is not None else None
 
     # privacy plan

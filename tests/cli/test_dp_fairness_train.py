@@ -175,6 +175,7 @@ def test_sweep_writes_pareto_table_and_plot(cli, tables, tmp_path):
     (["--sensitive", "nope"], "no sensitive column"),
     (["--label", "nope"], "no label column"),
     (["--constraint", "missing.yaml"], "not one of"),
+    (["--sensitive", "x1"], "at most 256 are supported"),
 ])
 def test_bad_options_fail_before_training(cli, one_line_error, tables, tmp_path, extra, fragment):
     train, _ = tables
