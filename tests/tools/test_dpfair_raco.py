@@ -174,7 +174,8 @@ def test_non_private_mode_is_sgda_on_the_batch_lagrangian():
     model = models.build_model("logistic", x.shape[1], 2)
     lam0 = 0.7
     cfg = raco.RacoConfig(steps=1, sampling_rate=0.5, sigma=0.0, clip_norm=math.inf, laplace_b=math.inf,
-                          lr=0.3, lr_dual=0.2, dual_init=lam0, temperature=1.5)
+                          lr=0.3, lr_dual=0.2, dual_init=lam0, temperature=1.5,
+                          histogram_batch="shared")
     res = raco.train(model, x, y, cells, rc, cfg, torch.Generator().manual_seed(7))
 
     gen = torch.Generator().manual_seed(7)
@@ -275,3 +276,29 @@ def test_small_group_warning_states_the_expected_noisy_count():
     assert any("F" in w and "expected noisy count of 1.0" in w for w in warns)
     assert not any("['M']" in w for w in warns)
     assert any("['M']" in w for w in C.expected_cell_warnings(rc, counts, 0.1, 0.05))   # 99 vs noise 28
+
+
+def test_independent_histogram_batch_is_a_second_poisson_draw():
+    """Default mode: the histogram (hence the dual step) reads its own Poisson batch, drawn after
+    the gradient's from the same generator, so the accountant's separately subsampled pair is
+    exactly what runs."""
+    x, y, cols = synthetic(n=300)
+    rc = C.demographic_parity(["sex"], cols, ["0", "1"], 0.05)
+    cells = torch.tensor(rc.partition.cell_index(cols))
+    torch.manual_seed(0)
+    model = models.build_model("logistic", x.shape[1], 2)
+    lam0 = 0.7
+    cfg = raco.RacoConfig(steps=1, sampling_rate=0.5, sigma=0.0, clip_norm=math.inf, laplace_b=math.inf,
+                          lr=0.3, lr_dual=0.2, dual_init=lam0, temperature=1.5)
+    assert cfg.histogram_batch == "independent"
+    res = raco.train(model, x, y, cells, rc, cfg, torch.Generator().manual_seed(7))
+    gen = torch.Generator().manual_seed(7)
+    idx = (torch.rand(len(x), generator=gen) < 0.5).nonzero().squeeze(1)
+    hidx = (torch.rand(len(x), generator=gen) < 0.5).nonzero().squeeze(1)
+    assert not torch.equal(idx, hidx)
+    with torch.no_grad():
+        p = torch.softmax(1.5 * model(x[hidx]), 1)
+    f = torch.tensor([cols["sex"][i] == "F" for i in hidx.tolist()])
+    want = [max(0.0, lam0 + 0.2 * (float(p[grp, k].mean() - p[~grp, k].mean()) - 0.05))
+            for grp in (f, ~f) for k in (0, 1)]
+    assert res.dual_last.tolist() == pytest.approx(want, rel=1e-5)

@@ -13,10 +13,11 @@ so ``laplace_b`` is the pure epsilon of one un-subsampled histogram release.  Th
 convention of the official RaCO-DP code (``from_laplace_mechanism(parameter=1/b)``);
 the paper's Theorem 4.1 writes ``b`` for the scale instead.
 
-Following the paper, the T-fold composition of the Poisson-subsampled Gaussian is
-composed with the T-fold composition of the Poisson-subsampled Laplace (two independently
-subsampled mechanisms; the exact object is the jointly subsampled pair, for which this is the
-accounting used by the paper), with the PLD accountant (Doroshenko et al. connect-the-dots,
+The T-fold composition of the Poisson-subsampled Gaussian is composed with the T-fold
+composition of the Poisson-subsampled Laplace (two independently subsampled mechanisms: RaCO-DP
+draws the histogram's Poisson batch independently of the gradient's by default, so this is exact;
+the paper's shared batch makes a jointly subsampled pair, which this under-states), with the PLD
+accountant (Doroshenko et al. connect-the-dots,
 pessimistic estimates).  Adjacency: add/remove one record.
 """
 from __future__ import annotations
@@ -189,6 +190,7 @@ class PrivacyLedger:
     epsilon_gaussian_only: float | None = None
     epsilon_laplace_only: float | None = None
     accountant: str = ACCOUNTANT_NAME
+    histogram_batch: str = "independent"  # "shared": the paper's batch, epsilon not a proven bound
     laplace_convention: str = LAPLACE_CONVENTION
 
     @property
