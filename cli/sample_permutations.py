@@ -39,7 +39,7 @@ Models (fit --model):
 
 - product: free per-digit categoricals (the 1-NFE mode), fitted by counting;
 - rim: the Repeated Insertion Model, i.e. product on insertion vectors;
-- mallows: Mallows-Kendall, p(x) ∝ exp(-theta d_K(x, reference)), theta by maximum likelihood;
+- mallows: Mallows-Kendall, p(x) proportional to exp(-theta d_K(x, reference)), theta by maximum likelihood;
 - gmallows: generalized (Fligner-Verducci) Mallows, one theta per Lehmer digit;
 - plackett-luce: Plackett-Luce item weights by maximum likelihood;
 - ar: a transformer over the digits with causal attention (NFE = n, any distribution);
