@@ -136,3 +136,13 @@ def test_no_overflow_large_n():
     x = random_orderings(500, 3, seed=5)
     for rep in R.REPRESENTATIONS:
         assert torch.equal(R.decode(R.encode(x, rep), rep), x)
+
+
+def test_chunked_batches_match(monkeypatch):
+    """Large batches are split into cache-sized chunks; results must not depend on it."""
+    x = random_orderings(9, 50, seed=7)
+    whole = {rep: R.encode(x, rep) for rep in R.REPRESENTATIONS}
+    monkeypatch.setattr(R, "CHUNK", 8)
+    for rep in R.REPRESENTATIONS:
+        assert torch.equal(R.encode(x, rep), whole[rep])
+        assert torch.equal(R.decode(whole[rep], rep), x)

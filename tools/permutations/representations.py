@@ -228,9 +228,29 @@ def fisher_yates_decode(code: torch.Tensor) -> torch.Tensor:
     return arr
 
 
+#: rows handled per pass: keeps each pass's Fenwick trees in cache (about 2x faster at n = 50)
+CHUNK = 8192
+
+
+def _chunked(fn, x: torch.Tensor, *args) -> torch.Tensor:
+    if x.dim() == 2 and x.shape[0] > CHUNK:
+        return torch.cat([fn(x[i:i + CHUNK], *args) for i in range(0, x.shape[0], CHUNK)])
+    return fn(x, *args)
+
+
 def encode(x: torch.Tensor, representation: str, reference: torch.Tensor | None = None) -> torch.Tensor:
     """Digits ``(batch, n)`` of orderings ``x`` in ``representation`` (see module docstring)."""
     check_representation(representation)
+    return _chunked(_encode, x, representation, reference)
+
+
+def decode(code: torch.Tensor, representation: str, reference: torch.Tensor | None = None) -> torch.Tensor:
+    """Orderings ``(batch, n)`` from digits; inverse of :func:`encode` on legal digits."""
+    check_representation(representation)
+    return _chunked(_decode, code, representation, reference)
+
+
+def _encode(x: torch.Tensor, representation: str, reference: torch.Tensor | None) -> torch.Tensor:
     if representation == "inline":
         return _as_codes(x).clone()
     if representation == "lehmer":
@@ -240,9 +260,7 @@ def encode(x: torch.Tensor, representation: str, reference: torch.Tensor | None 
     return insertion_encode(x, reference)
 
 
-def decode(code: torch.Tensor, representation: str, reference: torch.Tensor | None = None) -> torch.Tensor:
-    """Orderings ``(batch, n)`` from digits; inverse of :func:`encode` on legal digits."""
-    check_representation(representation)
+def _decode(code: torch.Tensor, representation: str, reference: torch.Tensor | None) -> torch.Tensor:
     if representation == "inline":
         return _as_codes(code).clone()
     if representation == "lehmer":
