@@ -42,6 +42,8 @@ class NetConfig:
     ff: int = 128
     dropout: float = 0.1
     context_dim: int = 0  # >0: the forward pass takes (batch, m, context_dim) conditioning tokens
+    context_vocab: int = 0  # >0: conditioning tokens are int64 ids (batch, m) in [0, context_vocab)
+    context_len: int = 0  # >0: learned positions for up to this many conditioning tokens
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -65,9 +67,16 @@ class PermutationTransformer(nn.Module):
         self.bos_token = n + 1
         self.digit_embedding = nn.Embedding(n + 2, d)
         self.position_embedding = nn.Parameter(torch.randn(n, d) * 0.02)
+        if config.context_dim and config.context_vocab:
+            raise ValueError("conditioning tokens are either feature vectors or ids, not both")
         if config.context_dim:
             self.context_projection = nn.Linear(config.context_dim, d)
+        if config.context_vocab:
+            self.context_embedding = nn.Embedding(config.context_vocab, d)
+        if config.context_dim or config.context_vocab:
             self.context_type = nn.Parameter(torch.randn(d) * 0.02)
+        if config.context_len:
+            self.context_position = nn.Parameter(torch.randn(config.context_len, d) * 0.02)
         layer = nn.TransformerEncoderLayer(d, config.heads, config.ff, config.dropout,
                                            batch_first=True, norm_first=True)
         self.encoder = nn.TransformerEncoder(layer, config.layers, enable_nested_tensor=False)
@@ -94,10 +103,16 @@ class PermutationTransformer(nn.Module):
         h = self.digit_embedding(digits) + self.position_embedding
         m = 0
         if context is not None:
-            if not self.config.context_dim:
+            if self.config.context_vocab:
+                ctx = self.context_embedding(context)
+            elif self.config.context_dim:
+                ctx = self.context_projection(context)
+            else:
                 raise ValueError("this model takes no conditioning tokens")
-            ctx = self.context_projection(context) + self.context_type
+            ctx = ctx + self.context_type
             m = ctx.shape[1]
+            if self.config.context_len:
+                ctx = ctx + self.context_position[:m]
             h = torch.cat([ctx, h], dim=1)
         h = self.encoder(h, mask=self._attention_mask(m, h.device))
         logits = self.head(self.norm(h[:, m:]))
