@@ -107,7 +107,7 @@ def main():
         code_te = R.insertion_encode(torch.as_tensor(te_ord))
         torch.manual_seed(0)
         net = N.PermutationTransformer(N.NetConfig(n, "insertion", "ar", d_model=64, layers=2, heads=4, ff=128,
-                                                   context_vocab=len(keep), context_len=n))
+                                                   context_vocab=len(keep), context_len=n, context_aligned=True))
         hist = N.train(net, code_tr, N.TrainConfig(epochs=args.epochs, batch_size=256, lr=2e-3, patience=5),
                        context=torch.as_tensor(tr_ref), generator=torch.Generator().manual_seed(0),
                        log=lambda msg: print(n, msg, flush=True))

@@ -204,3 +204,17 @@ def test_context_ids_with_positions_normalise_and_matter():
     lb = N.log_prob_codes(net, codes, nfe=2, context=ids_b)
     assert abs(float(la.exp().sum()) - 1) < 1e-5 and abs(float(lb.exp().sum()) - 1) < 1e-5
     assert not torch.allclose(la, lb)
+
+
+def test_aligned_context_reaches_causal_digits():
+    """With aligned tokens, an AR model's digit 0 depends on token 0 and stays normalised."""
+    torch.manual_seed(0)
+    net = N.PermutationTransformer(N.NetConfig(3, "lehmer", "ar", d_model=16, layers=1, heads=2, ff=32,
+                                               context_dim=2, context_len=3, context_aligned=True))
+    codes = R.encode(torch.tensor(list(itertools.permutations(range(3)))), "lehmer")
+    a = N.log_prob_codes(net, codes, context=torch.zeros(6, 3, 2))
+    b = N.log_prob_codes(net, codes, context=torch.ones(6, 3, 2))
+    assert abs(float(a.exp().sum()) - 1) < 1e-5 and abs(float(b.exp().sum()) - 1) < 1e-5
+    assert not torch.allclose(a, b)
+    with pytest.raises(ValueError, match="aligned"):
+        net(codes, torch.zeros(6, 2, 2))

@@ -44,6 +44,7 @@ class NetConfig:
     context_dim: int = 0  # >0: the forward pass takes (batch, m, context_dim) conditioning tokens
     context_vocab: int = 0  # >0: conditioning tokens are int64 ids (batch, m) in [0, context_vocab)
     context_len: int = 0  # >0: learned positions for up to this many conditioning tokens
+    context_aligned: bool = False  # conditioning token i is about digit i: also add it to digit i
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -109,6 +110,10 @@ class PermutationTransformer(nn.Module):
                 ctx = self.context_projection(context)
             else:
                 raise ValueError("this model takes no conditioning tokens")
+            if self.config.context_aligned:  # digit i reads its own token without attention
+                if ctx.shape[1] != n:
+                    raise ValueError(f"aligned conditioning needs {n} tokens, got {ctx.shape[1]}")
+                h = h + ctx
             ctx = ctx + self.context_type
             m = ctx.shape[1]
             if self.config.context_len:
