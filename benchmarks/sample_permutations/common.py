@@ -61,7 +61,9 @@ def median_time(fn, repeats: int = 5, warmup: int = 1) -> float:
 
 
 def save(result: dict, out: str | None, default_name: str) -> None:
-    result = {"command": shlex.join([sys.executable.split("/")[-1], *sys.argv]), **result}
+    from cortexkit.formats.report import plain
+
+    result = plain({"command": shlex.join([sys.executable.split("/")[-1], *sys.argv]), **result})
     text = yaml.safe_dump(result, sort_keys=False, width=100)
     target = Path(out) if out else REPO / "benchmarks" / "out" / default_name
     target.parent.mkdir(parents=True, exist_ok=True)

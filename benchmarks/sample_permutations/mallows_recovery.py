@@ -71,6 +71,7 @@ def main():
         true_nll = float(-truth.log_prob(test).mean())
         # anchor: mallows-models fit_mm with the centre given (identity)
         _, phi_anchor = mk.fit_mm(train.numpy(), s0=np.arange(n))  # returns phi, not theta
+        phi_anchor = float(phi_anchor)
         theta_anchor = -math.log(phi_anchor)
         anchor_nll = float(-C.mallows_from_theta(theta_anchor, ident).log_prob(test).mean())
         # cross-check our closed form against the anchor's pmf on a few test permutations
