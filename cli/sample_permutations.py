@@ -316,6 +316,8 @@ def nfe_options(func):
               help="Part of DATA held out to keep the best epoch (neural models).")
 @click.option("--patience", type=click.IntRange(min=1), default=30, show_default=True,
               help="Stop after this many epochs without a better validation NLL.")
+@click.option("--val-nfe", type=click.IntRange(min=1), default=None,
+              help="mlm: keep the epoch with the best validation NLL at this NFE (default n).")
 @click.option("--d-model", type=click.IntRange(min=4), default=64, show_default=True)
 @click.option("--layers", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--heads", type=click.IntRange(min=1), default=4, show_default=True)
@@ -323,7 +325,7 @@ def nfe_options(func):
 @click.option("--dropout", type=click.FloatRange(0, 1), default=0.1, show_default=True)
 @input_options
 def fit(run, data, kind, representation, reference, smoothing, epochs, batch_size, lr, weight_decay,
-        val_fraction, patience, d_model, layers, heads, ff, dropout, **kwargs):
+        val_fraction, patience, val_nfe, d_model, layers, heads, ff, dropout, **kwargs):
     """Fit a model to permutations (DATA -> permutation-model artifact)."""
     opts = pop_input(kwargs)
     if d_model % heads:
@@ -340,9 +342,11 @@ def fit(run, data, kind, representation, reference, smoothing, epochs, batch_siz
     ref = parse_reference(reference, orders.orderings, x.shape[1])
     if kind == "plackett-luce" and reference != "identity":
         run.warn("plackett-luce has no reference order; --reference ignored")
+    if val_nfe is not None and val_nfe > x.shape[1]:
+        raise CortexError(f"--val-nfe {val_nfe}: must be at most n = {x.shape[1]}")
     run.info(f"fitting {kind} to {len(x)} permutations of n = {x.shape[1]}")
     train_config = N.TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-                                 val_fraction=val_fraction, patience=patience)
+                                 val_fraction=val_fraction, patience=patience, val_nfe=val_nfe)
     net_config = dict(d_model=d_model, layers=layers, heads=heads, ff=ff, dropout=dropout)
     fitted = M.fit(x, kind, representation=representation, reference=ref, smoothing=smoothing,
                    net_config=net_config, train_config=train_config, generator=run.torch_generator(),

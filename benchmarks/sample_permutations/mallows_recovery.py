@@ -51,7 +51,7 @@ def slope_phi(table: torch.Tensor, counts: torch.Tensor) -> float:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out")
-    parser.add_argument("--epochs", type=int, default=40)
+    parser.add_argument("--epochs", type=int, default=60)
     parser.add_argument("--m", type=int, default=5000)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -95,7 +95,8 @@ def main():
         # ours (b): masked transformer at NFE 1
         torch.manual_seed(0)
         net = N.PermutationTransformer(N.NetConfig(n, "lehmer", "mlm", d_model=64, layers=2, heads=4, ff=128))
-        N.train(net, code, N.TrainConfig(epochs=args.epochs, batch_size=256, lr=2e-3, val_fraction=0.1),
+        N.train(net, code, N.TrainConfig(epochs=args.epochs, batch_size=256, lr=2e-3, val_fraction=0.1,
+                                                   val_nfe=1),
                 generator=torch.Generator().manual_seed(0))
         table = N.first_digit_table(net)
         net_product = C.ProductModel("lehmer", table, ident)

@@ -243,6 +243,7 @@ class TrainConfig:
     weight_decay: float = 1e-2
     val_fraction: float = 0.1
     patience: int = 30
+    val_nfe: int | None = None  # masked models: keep the epoch best at this NFE (default n)
 
 
 def training_loss(net: PermutationTransformer, code: torch.Tensor, context: torch.Tensor | None = None,
@@ -263,9 +264,11 @@ def training_loss(net: PermutationTransformer, code: torch.Tensor, context: torc
     return (nll * n / t).mean()
 
 
-def held_out_nll(net: PermutationTransformer, code: torch.Tensor, context=None) -> float:
-    """Exact NLL (nats/permutation) at full NFE, contiguous order (the AR chain rule)."""
-    return float(-log_prob_codes(net, code, context=context).mean())
+def held_out_nll(net: PermutationTransformer, code: torch.Tensor, context=None, nfe: int | None = None) -> float:
+    """Exact NLL (nats/permutation) of the contiguous sampler with ``nfe`` steps (default n)."""
+    if net.config.mode == "ar":
+        nfe = None
+    return float(-log_prob_codes(net, code, context=context, nfe=nfe).mean())
 
 
 def train(net: PermutationTransformer, code: torch.Tensor, config: TrainConfig, *,
@@ -305,7 +308,7 @@ def train(net: PermutationTransformer, code: torch.Tensor, config: TrainConfig, 
         history["train_loss"].append(running / max(1, len(train_idx)))
         if n_val:
             val_ctx = None if context is None else context[val_idx]
-            val = held_out_nll(net, code[val_idx], val_ctx)
+            val = held_out_nll(net, code[val_idx], val_ctx, config.val_nfe)
             history["val_nll"].append(val)
             if val < best - 1e-6:
                 best, since = val, 0
