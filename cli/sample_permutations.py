@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from cortexkit.cli.base import tool_group, verb
@@ -416,7 +418,7 @@ def score(run, model_file, data, nfe, partition, scores_path, **kwargs):
         "nfe": nfes[0] or model.default_nfe, "partition": partition if model.kind == "mlm" else None,
         "count": len(x), "mean_nll": float(-lp.mean()), "std_nll": float(lp.std()) if len(x) > 1 else 0.0,
         "min_log_likelihood": float(lp.min()), "max_log_likelihood": float(lp.max()),
-        "uniform_nll": __import__("math").lgamma(model.n + 1),
+        "uniform_nll": math.lgamma(model.n + 1),
     })
 
 
@@ -534,7 +536,7 @@ def evaluate(run, model_file, data, nfe, partition, samples, train_file, **kwarg
     if train_orders is not None:
         train_set = {tuple(r) for r in train_orders.orderings.tolist()}
     report = {"model": model.kind, "representation": model.representation, "n": model.n,
-              "count": len(x), "uniform_nll": __import__("math").lgamma(model.n + 1),
+              "count": len(x), "uniform_nll": math.lgamma(model.n + 1),
               "heldout_kendall_to_borda": float(held_kendall.mean()), "by_nfe": []}
     for k in nfes:
         generator = run.torch_generator()
