@@ -68,6 +68,11 @@ local item k is the k-th most popular of the row's movies (popularity from train
 the identity reference is popularity order. Users are split --test-fraction by --split-seed and
 --split train|test|all picks a side.
 
+Conditional models (fit --condition items, ar or mlm only) also read each row's outside item
+ids (the movie ids of a rating table, or the items tensor of a permutations artifact): item k
+of a row becomes a conditioning token, added to digit k and visible to every digit. score and
+evaluate then need rows with items, and sample needs --items FILE (-n samples per row).
+
 Bad input (an item repeated or missing, ragged rows, items outside 0..n-1, a NaN rating, an n
 that does not match the model) is rejected with one line naming the row, before any work, and
 no output file is written.
@@ -87,6 +92,13 @@ Sample 10000 permutations from a masked model in 2 forward passes and look at th
 Complete a partial ranking (items 3 then 7 on top) with a lehmer model:
 
     cortexkit sample-permutations sample model.st -n 5 --given 3,7 | cortexkit convert - out.csv
+
+Re-rank movies: a conditional model on MovieLens training users, completions for test users
+whose order of the 3 most popular of their 10 movies is known (2, then 0, then 1):
+
+    cortexkit sample-permutations fit u.data --split train --n-items 10 --model ar \
+        --condition items -o ml.st
+    cortexkit sample-permutations sample ml.st --items u.data --split test -n 32 --given 2,0,1 -o c.st
 
 Encode orderings as insertion vectors relative to their Borda order, and back:
 
@@ -109,6 +121,7 @@ int32 digits; reference: (n,) int64. Metadata permutations.representation.
 product, rim, mallows, gmallows: log_probs (n, n) float32, row i the log-probabilities of digit
 i (-inf outside its range); mallows and gmallows also theta (n,) float32 (phi = exp(-theta)).
 plackett-luce: log_weights (n,) float32. ar and mlm: net.* the transformer's weights (float32),
+and for --condition items vocabulary (V,) int64, the item ids the model has tokens for,
 with the architecture in metadata permutations.net (JSON). Metadata permutations.model,
 permutations.n, permutations.representation, permutations.info (fit summary, JSON).
 - scores artifact (kind permutation-scores; score --scores PATH) :: log_likelihood: (count,)
@@ -256,6 +269,18 @@ def load_model(run, source):
     return model
 
 
+def row_items(model, orders, source):
+    """Per-row item ids for a conditional model (None for others); checked before work."""
+    import torch
+
+    if model.vocabulary is None:
+        return None
+    if orders.items is None:
+        raise CortexError(f"{source}: the model is conditioned on item ids; give rows with items "
+                          "(a rating table, or a permutations artifact with an 'items' tensor)")
+    return torch.as_tensor(orders.items)
+
+
 def check_n(model, orders, source):
     n = orders.orderings.shape[1]
     if n != model.n:
@@ -308,6 +333,9 @@ def nfe_options(func):
               show_default=True, help="Digit code the model works on.")
 @click.option("--reference", default="identity", show_default=True, metavar="identity|borda|FILE",
               help="Reference order of lehmer and insertion codes (and the Mallows centre).")
+@click.option("--condition", type=click.Choice(["none", "items"]), default="none", show_default=True,
+              help="ar/mlm: condition on each row's outside item ids (the 'items' tensor, e.g. "
+                   "MovieLens movie ids), one token per item.")
 @click.option("--smoothing", type=click.FloatRange(min=0), default=0.5, show_default=True,
               help="product/rim: pseudo-counts added to every legal digit value.")
 @click.option("--epochs", type=click.IntRange(min=1), default=100, show_default=True)
@@ -326,13 +354,18 @@ def nfe_options(func):
 @click.option("--ff", type=click.IntRange(min=4), default=128, show_default=True)
 @click.option("--dropout", type=click.FloatRange(0, 1), default=0.1, show_default=True)
 @input_options
-def fit(run, data, kind, representation, reference, smoothing, epochs, batch_size, lr, weight_decay,
+def fit(run, data, kind, representation, reference, condition, smoothing, epochs, batch_size, lr, weight_decay,
         val_fraction, patience, val_nfe, d_model, layers, heads, ff, dropout, **kwargs):
     """Fit a model to permutations (DATA -> permutation-model artifact)."""
     opts = pop_input(kwargs)
     if d_model % heads:
         raise CortexError(f"--d-model {d_model} must be a multiple of --heads {heads}")
+    if condition == "items" and kind not in ("ar", "mlm"):
+        raise CortexError(f"--condition items needs a neural model (--model ar or mlm), not {kind}")
     orders = load_orders(data, opts)
+    if condition == "items" and orders.items is None:
+        raise CortexError(f"{data}: --condition items needs per-row item ids (a rating table or a "
+                          "permutations artifact with an 'items' tensor)")
     for note in orders.notes:
         run.info(note)
     import torch
@@ -352,7 +385,8 @@ def fit(run, data, kind, representation, reference, smoothing, epochs, batch_siz
     net_config = dict(d_model=d_model, layers=layers, heads=heads, ff=ff, dropout=dropout)
     fitted = M.fit(x, kind, representation=representation, reference=ref, smoothing=smoothing,
                    net_config=net_config, train_config=train_config, generator=run.torch_generator(),
-                   progress=lambda it: run.progress(it, desc="epochs"), log=run.detail)
+                   progress=lambda it: run.progress(it, desc="epochs"), log=run.detail,
+                   items=torch.as_tensor(orders.items) if condition == "items" else None)
     tensors, meta = fitted.to_tensors()
     if orders.item_names:
         meta["permutations.items"] = list(orders.item_names)
@@ -371,8 +405,12 @@ def fit(run, data, kind, representation, reference, smoothing, epochs, batch_siz
 @click.option("--given", default=None, metavar="I,J,...",
               help="Condition on a partial ranking: the top items in order (lehmer, fisher-yates, "
                    "inline, plackett-luce), or the order of the first r reference items (insertion).")
+@click.option("--items", "items_file", default=None, metavar="FILE",
+              help="Conditional models: rows whose item ids to condition on (permutations artifact "
+                   "with 'items', or a rating table); -n samples are drawn for each row.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=65536, show_default=True)
-def sample(run, model_file, num, nfe, partition, given, batch_size):
+@input_options
+def sample(run, model_file, num, nfe, partition, given, items_file, batch_size, **kwargs):
     """Draw permutations from a model (MODEL -> permutations artifact)."""
     model = load_model(run, model_file)
     import torch
@@ -384,10 +422,22 @@ def sample(run, model_file, num, nfe, partition, given, batch_size):
         except ValueError:
             raise CortexError(f"--given {given}: give 0-based item indices separated by commas") from None
     parse_nfe_list(None if nfe is None else str(nfe), model)
+    opts = pop_input(kwargs)
+    items = None
+    if model.vocabulary is not None and items_file is None:
+        raise CortexError("the model is conditioned on item ids: give --items FILE")
+    if items_file is not None:
+        if model.vocabulary is None:
+            raise CortexError("--items: the model is not conditional (fit it with --condition items)")
+        rows = load_orders(items_file, opts)
+        check_n(model, rows, items_file)
+        items = row_items(model, rows, items_file).repeat_interleave(num, 0)
+        num = len(items)
     generator = run.torch_generator()
     x = model.sample(num, nfe=nfe, partition=partition, given=given_t, generator=generator,
-                     batch_size=batch_size)
-    write_orders(run, x.numpy(), model.item_names)
+                     batch_size=batch_size, items=items)
+    extra = {} if items is None else {"items": items}
+    write_orders(run, x.numpy(), model.item_names, extra)
 
 
 @verb(group, "score", output="report", torch_options=True)
@@ -410,7 +460,8 @@ def score(run, model_file, data, nfe, partition, scores_path, **kwargs):
     import torch
 
     x = torch.as_tensor(orders.orderings)
-    lp = model.log_prob(x, nfe=nfes[0], partition=partition, generator=run.torch_generator())
+    lp = model.log_prob(x, nfe=nfes[0], partition=partition, generator=run.torch_generator(),
+                        items=row_items(model, orders, data))
     if scores_path:
         run.write_artifact({"log_likelihood": lp.double()}, "permutation-scores", target=scores_path)
     run.write_report({
@@ -530,6 +581,7 @@ def evaluate(run, model_file, data, nfe, partition, samples, train_file, **kwarg
     from cortexkit.tools.permutations import representations as R
 
     x = torch.as_tensor(orders.orderings)
+    items = row_items(model, orders, data)
     centre = R.borda_reference(x)
     held_kendall = R.kendall_distance(x, centre).double()
     train_set = None
@@ -540,21 +592,25 @@ def evaluate(run, model_file, data, nfe, partition, samples, train_file, **kwarg
               "heldout_kendall_to_borda": float(held_kendall.mean()), "by_nfe": []}
     for k in nfes:
         generator = run.torch_generator()
-        lp = model.log_prob(x, nfe=k, partition=partition, generator=generator)
+        lp = model.log_prob(x, nfe=k, partition=partition, generator=generator, items=items)
         entry = {"nfe": k or model.default_nfe, "nll": float(-lp.mean()),
                  "nll_stderr": float(lp.std() / len(lp) ** 0.5) if len(lp) > 1 else 0.0}
         if samples:
             generator = run.torch_generator()  # the same partition the likelihood used
-            s = model.sample(samples, nfe=k, partition=partition, generator=generator)
+            if items is not None:  # one sample per held-out row, conditioned on its items
+                s = model.sample(len(x), nfe=k, partition=partition, generator=generator, items=items)
+            else:
+                s = model.sample(samples, nfe=k, partition=partition, generator=generator)
             valid = R.is_permutation(s)
             rows = [tuple(r) for r in s[valid].tolist()]
-            entry.update({"samples": samples, "valid": float(valid.double().mean()),
-                          "unique": len(set(rows)) / samples,
+            drawn = len(s)
+            entry.update({"samples": drawn, "valid": float(valid.double().mean()),
+                          "unique": len(set(rows)) / drawn,
                           "cyclic": float(R.is_cycle(s).double().mean())})
             if valid.any():
                 entry["kendall_to_borda"] = float(R.kendall_distance(s[valid], centre).double().mean())
             if train_set is not None:
-                entry["novel"] = sum(1 for r in rows if r not in train_set) / samples
+                entry["novel"] = sum(1 for r in rows if r not in train_set) / drawn
         report["by_nfe"].append(entry)
         run.detail(f"NFE {entry['nfe']}: NLL {entry['nll']:.4f}")
     run.write_report(report)

@@ -179,3 +179,28 @@ def test_sushi_mallows_matches_known_phi(cli, shared_data):
     proc = cli(TOOL, "fit", soc, "--model", "mallows", "--reference", "borda")
     assert proc.returncode == 0, proc.stderr
     assert "phi 0.785" in proc.stderr
+
+
+def test_conditional_model_on_rating_table(cli, tmp_path, one_line_error):
+    rng = np.random.default_rng(1)
+    lines = [f"{u}\t{i}\t{rng.integers(1, 6)}\t0" for u in range(1, 41)
+             for i in rng.choice(np.arange(1, 9), size=6, replace=False)]
+    data = tmp_path / "u.data"
+    data.write_text("\n".join(lines) + "\n")
+    common = ["--n-items", "5", "--min-ratings", "1"]
+    model = tmp_path / "c.st"
+    proc = cli(TOOL, "fit", data, *common, "--split", "train", "--model", "ar", "--condition", "items",
+               "--epochs", "2", "--d-model", "16", "--layers", "1", "--heads", "2", "--ff", "32", "-o", model)
+    assert proc.returncode == 0, proc.stderr
+    assert load(model.read_bytes())["vocabulary"].tolist() == list(range(1, 9))
+    rep = yaml.safe_load(cli(TOOL, "score", model, data, *common, "--split", "test").stdout)
+    assert rep["count"] == 8 and rep["mean_nll"] > 0
+    s = cli(TOOL, "sample", model, "--items", data, *common, "--split", "test", "-n", "3", "--given", "1,0")
+    assert s.returncode == 0, s.stderr
+    out = load(s.stdout)
+    assert out["orderings"].shape == (24, 5) and out["items"].shape == (24, 5)
+    pos = np.argsort(out["orderings"], axis=1)
+    assert (pos[:, 1] < pos[:, 0]).all()  # insertion prefix: item 1 before item 0
+    one_line_error(cli(TOOL, "sample", model, "-o", tmp_path / "x.st"), f"{TOOL} sample", "--items")
+    plain = write_text(tmp_path / "p.txt", [[0, 1, 2, 3, 4]])
+    one_line_error(cli(TOOL, "score", model, plain), f"{TOOL} score", "item ids")

@@ -33,6 +33,21 @@ class PermutationModel:
     net: N.PermutationTransformer | None = None
     theta: torch.Tensor | None = None
     info: dict = field(default_factory=dict)
+    #: conditional models: outside item ids (e.g. movie ids) known to the model, ``(V,)``;
+    #: each row's ``items`` ``(n,)`` become conditioning tokens (unknown ids share one token)
+    vocabulary: torch.Tensor | None = None
+
+    def context_ids(self, items: torch.Tensor | None) -> torch.Tensor | None:
+        """Token ids ``(batch, n)`` of per-row outside item ids ``(batch, n)`` (None: no context)."""
+        if self.vocabulary is None:
+            return None
+        if items is None:
+            raise ValueError("this model is conditional: it needs the items of each row "
+                             "(a permutations artifact with an 'items' tensor, or a rating table)")
+        vocab = self.vocabulary.to(torch.int64)
+        pos = torch.searchsorted(vocab, items.to(torch.int64)).clamp(max=len(vocab) - 1)
+        known = vocab[pos] == items
+        return torch.where(known, pos, torch.full_like(pos, len(vocab)))
 
     # ------------------------------------------------------------------------------------------
     @property
@@ -72,7 +87,8 @@ class PermutationModel:
 
     # ------------------------------------------------------------------------------------------
     def log_prob(self, x: torch.Tensor, *, nfe: int | None = None, partition: str = "contiguous",
-                 generator: torch.Generator | None = None, known: int = 0) -> torch.Tensor:
+                 generator: torch.Generator | None = None, known: int = 0,
+                 items: torch.Tensor | None = None) -> torch.Tensor:
         """Exact log-likelihood ``(batch,)`` of orderings under the sampler with this NFE and
         partition (neural) or under the model (classical). ``known``: the first digits are a
         given prefix and are not scored (a conditional likelihood)."""
@@ -85,11 +101,11 @@ class PermutationModel:
             table = self.product.log_probs.double()
             return table.gather(1, code.t()).t()[:, known:].sum(dim=1)
         return N.log_prob_codes(self.net, code, nfe=nfe, partition=partition, known=known,
-                                generator=generator)
+                                generator=generator, context=self.context_ids(items))
 
     def sample(self, num: int, *, nfe: int | None = None, partition: str = "contiguous",
                given: torch.Tensor | None = None, generator: torch.Generator | None = None,
-               batch_size: int = 65536) -> torch.Tensor:
+               batch_size: int = 65536, items: torch.Tensor | None = None) -> torch.Tensor:
         """``num`` orderings ``(num, n)``; ``given`` ``(r,)`` conditions on a prefix (see
         :meth:`prefix_codes`)."""
         self._check_given(given)
@@ -109,7 +125,8 @@ class PermutationModel:
                 code[:, : len(prefix)] = prefix
             return R.decode(code, self.representation, self.reference)
         code = N.sample_codes(self.net, num, nfe=nfe, partition=partition, prefix=prefix,
-                              generator=generator, batch_size=min(batch_size, 4096))
+                              generator=generator, batch_size=min(batch_size, 4096),
+                              context=self.context_ids(items))
         return R.decode(code, self.representation, self.reference)
 
     # ------------------------------------------------------------------------------------------
@@ -125,6 +142,8 @@ class PermutationModel:
             tensors["theta"] = self.theta.to(torch.float32)
         if self.plackett_luce is not None:
             tensors["log_weights"] = self.plackett_luce.log_weights.to(torch.float32)
+        if self.vocabulary is not None:
+            tensors["vocabulary"] = self.vocabulary.to(torch.int64)
         if self.net is not None:
             for key, value in self.net.state_dict().items():
                 tensors[f"net.{key}"] = value.detach().cpu()
@@ -143,6 +162,8 @@ class PermutationModel:
             model.product = C.ProductModel(rep, tensors["log_probs"].to(torch.float64), reference)
         if "theta" in tensors:
             model.theta = tensors["theta"].to(torch.float64)
+        if "vocabulary" in tensors:
+            model.vocabulary = tensors["vocabulary"].to(torch.int64)
         if "log_weights" in tensors:
             model.plackett_luce = C.PlackettLuce(tensors["log_weights"].to(torch.float64))
         if kind in NEURAL:
@@ -157,8 +178,11 @@ class PermutationModel:
 
 def fit(x: torch.Tensor, kind: str, *, representation: str = "insertion", reference: torch.Tensor | None = None,
         smoothing: float = 0.5, net_config: dict | None = None, train_config: N.TrainConfig | None = None,
-        generator: torch.Generator | None = None, progress=None, log=None) -> PermutationModel:
-    """Fit a model of ``kind`` to orderings ``x`` ``(m, n)``."""
+        generator: torch.Generator | None = None, progress=None, log=None,
+        items: torch.Tensor | None = None) -> PermutationModel:
+    """Fit a model of ``kind`` to orderings ``x`` ``(m, n)``; with ``items`` ``(m, n)`` (outside
+    ids of each row's local items) a neural model is conditioned on them (one token per item,
+    aligned with its digit)."""
     if kind not in MODELS:
         raise ValueError(f"unknown model {kind!r}; choose one of {', '.join(MODELS)}")
     n = x.shape[1]
@@ -184,16 +208,23 @@ def fit(x: torch.Tensor, kind: str, *, representation: str = "insertion", refere
         fitted = C.fit_generalized_mallows(x, reference, representation)
         return PermutationModel(kind, n, representation, reference, product=fitted.model, theta=fitted.theta,
                                 info={"train_nll": float(-fitted.model.log_prob(x).mean())})
-    config = N.NetConfig(n=n, representation=representation, mode=kind, **(net_config or {}))
+    vocabulary, context = None, None
+    extra = {}
+    if items is not None:
+        vocabulary = torch.unique(items.to(torch.int64))
+        extra = dict(context_vocab=len(vocabulary) + 1, context_len=n, context_aligned=True)
+    config = N.NetConfig(n=n, representation=representation, mode=kind, **(net_config or {}), **extra)
     net = N.PermutationTransformer(config)
+    if vocabulary is not None:
+        context = PermutationModel(kind, n, representation, reference, vocabulary=vocabulary).context_ids(items)
     code = R.encode(x, representation, reference)
     history = N.train(net, code, train_config or N.TrainConfig(), generator=generator,
-                      progress=progress, log=log)
+                      progress=progress, log=log, context=context)
     info = {"epochs_run": len(history["train_loss"]), "best_epoch": history["best_epoch"],
             "final_train_loss": history["train_loss"][-1] if history["train_loss"] else None,
             "best_val_nll": min(history["val_nll"]) if history["val_nll"] else None,
             "parameters": sum(p.numel() for p in net.parameters())}
-    return PermutationModel(kind, n, representation, reference, net=net, info=info)
+    return PermutationModel(kind, n, representation, reference, net=net, info=info, vocabulary=vocabulary)
 
 
 def uniform_nll(n: int) -> float:
