@@ -266,6 +266,8 @@ def load_model(run, source):
     except (KeyError, RuntimeError, TypeError) as exc:
         raise CortexError(f"{art.source}: damaged permutation-model artifact ({exc})") from None
     model.item_names = art.meta_json("permutations.items")
+    if model.net is not None:
+        model.net.to(run.device)
     return model
 
 
@@ -386,7 +388,8 @@ def fit(run, data, kind, representation, reference, condition, smoothing, epochs
     fitted = M.fit(x, kind, representation=representation, reference=ref, smoothing=smoothing,
                    net_config=net_config, train_config=train_config, generator=run.torch_generator(),
                    progress=lambda it: run.progress(it, desc="epochs"), log=run.detail,
-                   items=torch.as_tensor(orders.items) if condition == "items" else None)
+                   items=torch.as_tensor(orders.items) if condition == "items" else None,
+                   device=run.device)
     tensors, meta = fitted.to_tensors()
     if orders.item_names:
         meta["permutations.items"] = list(orders.item_names)

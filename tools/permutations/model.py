@@ -179,7 +179,7 @@ class PermutationModel:
 def fit(x: torch.Tensor, kind: str, *, representation: str = "insertion", reference: torch.Tensor | None = None,
         smoothing: float = 0.5, net_config: dict | None = None, train_config: N.TrainConfig | None = None,
         generator: torch.Generator | None = None, progress=None, log=None,
-        items: torch.Tensor | None = None) -> PermutationModel:
+        items: torch.Tensor | None = None, device: torch.device | str = "cpu") -> PermutationModel:
     """Fit a model of ``kind`` to orderings ``x`` ``(m, n)``; with ``items`` ``(m, n)`` (outside
     ids of each row's local items) a neural model is conditioned on them (one token per item,
     aligned with its digit)."""
@@ -214,12 +214,13 @@ def fit(x: torch.Tensor, kind: str, *, representation: str = "insertion", refere
         vocabulary = torch.unique(items.to(torch.int64))
         extra = dict(context_vocab=len(vocabulary) + 1, context_len=n, context_aligned=True)
     config = N.NetConfig(n=n, representation=representation, mode=kind, **(net_config or {}), **extra)
-    net = N.PermutationTransformer(config)
+    net = N.PermutationTransformer(config).to(device)
     if vocabulary is not None:
         context = PermutationModel(kind, n, representation, reference, vocabulary=vocabulary).context_ids(items)
     code = R.encode(x, representation, reference)
-    history = N.train(net, code, train_config or N.TrainConfig(), generator=generator,
-                      progress=progress, log=log, context=context)
+    history = N.train(net, code.to(device), train_config or N.TrainConfig(), generator=generator,
+                      progress=progress, log=log, context=None if context is None else context.to(device))
+    net.cpu()
     info = {"epochs_run": len(history["train_loss"]), "best_epoch": history["best_epoch"],
             "final_train_loss": history["train_loss"][-1] if history["train_loss"] else None,
             "best_val_nll": min(history["val_nll"]) if history["val_nll"] else None,

@@ -167,11 +167,12 @@ def log_prob_codes(net: PermutationTransformer, code: torch.Tensor, *, nfe: int 
     """
     net.eval()
     n = net.config.n
+    device = next(net.parameters()).device
     blocks = _blocks(net, known, nfe, partition, generator)
     out = []
     for start in range(0, len(code), batch_size):
-        c = code[start:start + batch_size]
-        ctx = None if context is None else context[start:start + batch_size]
+        c = code[start:start + batch_size].to(device)
+        ctx = None if context is None else context[start:start + batch_size].to(device)
         total = torch.zeros(len(c), dtype=torch.float64, device=c.device)
         if net.config.mode == "ar":
             logp = net(c, ctx)
@@ -187,7 +188,7 @@ def log_prob_codes(net: PermutationTransformer, code: torch.Tensor, *, nfe: int 
                 total += picked.double().sum(dim=1)
                 revealed[block] = True
         out.append(total)
-    return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
+    return torch.cat(out).cpu() if out else torch.zeros(0, dtype=torch.float64)
 
 
 @torch.no_grad()
@@ -206,19 +207,19 @@ def sample_codes(net: PermutationTransformer, num: int, *, nfe: int | None = Non
         size = min(batch_size, num - start)
         c = torch.full((size, n), net.mask_token, dtype=torch.int64, device=device)
         if known:
-            c[:, :known] = prefix.to(device).expand(size, known) if prefix.dim() == 1 else prefix[start:start + size]
-        ctx = None if context is None else context[start:start + size]
+            c[:, :known] = prefix.to(device).expand(size, known) if prefix.dim() == 1 else prefix[start:start + size].to(device)
+        ctx = None if context is None else context[start:start + size].to(device)
         for block in blocks:
             inp = c
             if net.config.mode == "ar":  # masks are never read by a causal model before use
                 inp = c.clamp(max=n - 1)
             logp = net(inp, ctx)[:, block]  # (size, |block|, n)
-            u = torch.rand(logp.shape[:2], generator=generator, dtype=torch.float64)
+            u = torch.rand(logp.shape[:2], generator=generator, dtype=torch.float64).to(device)
             cdf = logp.double().exp().cumsum(dim=-1)
             draw = (cdf < (u * cdf[..., -1])[..., None]).sum(dim=-1)
             sizes = R.digit_sizes(net.config.representation, n)[block].to(device)
             c[:, block] = torch.minimum(draw.to(device), sizes - 1)
-        out.append(c)
+        out.append(c.cpu())
     return torch.cat(out)
 
 
