@@ -5,10 +5,10 @@ MNIST test images (10k; the train file is not available offline) split 8000/2000
 the ordering X (piece at each grid cell). With --representation insertion (default) digit k is
 V_k = #{pieces m < k placed before piece k}, so digit k and conditioning token k are about the
 same piece and depend only on earlier pieces; with lehmer the code is taken of the ranking
-(cell of each piece), L_j = #{pieces k > j in earlier cells}, which depends on later pieces. Ours: a small CNN embeds each
-shuffled patch, the embeddings are conditioning tokens of the digit transformer (Lehmer code,
-identity reference), trained autoregressively and as a masked model (sampled greedily-free at
-NFE 1 and n, one sample per puzzle). Baseline of equal size: the same CNN and transformer with a
+(cell of each piece), L_j = #{pieces k > j in earlier cells}, which depends on later pieces.
+Ours: a small CNN embeds each shuffled patch; the embeddings are conditioning tokens of the digit
+transformer (identity reference, token k also added to digit k), trained autoregressively and
+as a masked model (one ancestral sample per puzzle, at NFE 1 and n). Baseline of equal size: the same CNN and transformer with a
 Gumbel-Sinkhorn head (log-space Sinkhorn, 20 iterations, Gumbel noise in training) trained with
 the same supervised target (cross-entropy on the soft permutation), decoded with the Hungarian
 algorithm. Reported: fraction of puzzles fully solved and of pieces in place on the 2000 test
