@@ -18,6 +18,7 @@ COMMANDS = {
     "inspect": "cortexkit.cli.inspect:command",
     "convert": "cortexkit.cli.convert:command",
     "dp-fairness-train": "cortexkit.cli.dp_fairness_train:group",
+    "sample-permutations": "cortexkit.cli.sample_permutations:group",
 }
 
 

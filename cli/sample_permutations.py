@@ -1,0 +1,619 @@
+"""cortexkit sample-permutations: learn, score and sample distributions over permutations."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+from cortexkit.cli.base import tool_group, verb
+from cortexkit.formats.errors import CortexError
+
+group = tool_group(
+    "sample-permutations",
+    help="Distributions over permutations through factorized codes (Lehmer, Fisher-Yates, "
+         "insertion vectors): fit, sample, score, encode, decode, evaluate.",
+)
+
+REPRESENTATIONS = ("inline", "lehmer", "fisher-yates", "insertion")
+MODELS = ("product", "rim", "mallows", "gmallows", "plackett-luce", "ar", "mlm")
+FORMATS = ("auto", "artifact", "preflib", "text", "movielens")
+
+MAN = {
+    "DESCRIPTION": """
+Learn, score and sample probability distributions over permutations of n items, after Severo,
+Karrer and Nolte, "Learning Distributions over Permutations and Rankings with Factorized
+Representations" (ICLR 2026). A permutation is written as a vector of n digits, each with its own
+legal range, and a model puts one categorical distribution on each digit:
+
+- inline: the ordering itself, every digit in [0, n-1] (a baseline: most digit vectors are not
+permutations, so its samples can be invalid);
+- lehmer: right-hand Lehmer code L_i = #{j>i : y_j < y_i} of the ordering relabelled by the
+reference order, range [0, n-1-i]; sum(L) is the Kendall distance to the reference;
+- fisher-yates: the draws J_i in [0, n-1-i] of a Fisher-Yates shuffle (swap a[i] and a[i+J_i]);
+J_i >= 1 everywhere gives exactly the n-cycles (Sattolo);
+- insertion: insertion vector V_k in [0, k], the slot at which reference item k is inserted;
+a prefix V_0..V_{r-1} fixes the relative order of the first r reference items.
+
+Encoding and decoding are exact for any n and cost O(n log n) per permutation.
+
+Models (fit --model):
+
+- product: free per-digit categoricals (the 1-NFE mode), fitted by counting;
+- rim: the Repeated Insertion Model, i.e. product on insertion vectors;
+- mallows: Mallows-Kendall, p(x) proportional to exp(-theta d_K(x, reference)), theta by maximum likelihood;
+- gmallows: generalized (Fligner-Verducci) Mallows, one theta per Lehmer digit;
+- plackett-luce: Plackett-Luce item weights by maximum likelihood;
+- ar: a transformer over the digits with causal attention (NFE = n, any distribution);
+- mlm: the same network trained as a masked model (t ~ U{1..n} digits masked, cross-entropy on
+the masked digits weighted n/t); it samples with any NFE = k by splitting the digits into k
+blocks (contiguous by default, --partition random draws one partition from --seed) and sampling
+each block in parallel given the earlier ones.
+
+Logits outside a digit's legal range are -inf, so every sample of a lehmer, fisher-yates or
+insertion model decodes to a valid permutation. score and evaluate report the exact
+log-likelihood of the sampler actually used (that NFE and partition).
+
+Orderings and rankings. An ordering lists the item at each position, most preferred first; a
+ranking gives the position of each item (the inverse permutation). permutations artifacts and
+PrefLib files hold orderings. Text files hold orderings unless --as rankings is given. Items
+are 0-based inside cortexkit; text input may be 1-based (--base 1, or auto when no 0 appears).
+
+Inputs (--format auto picks one from the bytes and the file name): permutations artifacts,
+PrefLib .soc/.soi files (incomplete .soi orders need --partial drop|shuffle), text with one
+permutation per line (commas, semicolons or whitespace), and MovieLens-style rating tables
+(u.data, ratings.csv): each user gives --draws rows, a random subset of --n-items of the movies
+with at least --min-ratings ratings, ordered by rating with ties broken at random per draw;
+local item k is the k-th most popular of the row's movies (popularity from training users), so
+the identity reference is popularity order. Users are split --test-fraction by --split-seed and
+--split train|test|all picks a side.
+
+Conditional models (fit --condition items, ar or mlm only) also read each row's outside item
+ids (the movie ids of a rating table, or the items tensor of a permutations artifact): item k
+of a row becomes a conditioning token, added to digit k and visible to every digit. score and
+evaluate then need rows with items, and sample needs --items FILE (-n samples per row).
+
+Bad input (an item repeated or missing, ragged rows, items outside 0..n-1, a NaN rating, an n
+that does not match the model) is rejected with one line naming the row, before any work, and
+no output file is written.
+""",
+    "EXAMPLES": """
+Fit Mallows and an autoregressive model to the sushi rankings and compare held-out NLL:
+
+    cortexkit sample-permutations fit sushi.soc --model mallows --reference borda -o mallows.st
+    cortexkit sample-permutations fit train.st --model ar --representation insertion \\
+        --reference borda --epochs 60 -o ar.st
+    cortexkit sample-permutations evaluate ar.st test.st --nfe 10 | yq .nll
+
+Sample 10000 permutations from a masked model in 2 forward passes and look at them:
+
+    cortexkit sample-permutations sample mlm.st -n 10000 --nfe 2 --seed 1 | cortexkit inspect -
+
+Complete a partial ranking (items 3 then 7 on top) with a lehmer model:
+
+    cortexkit sample-permutations sample model.st -n 5 --given 3,7 | cortexkit convert - out.csv
+
+Re-rank movies: a conditional model on MovieLens training users, completions for test users
+whose order of the 3 most popular of their 10 movies is known (2, then 0, then 1):
+
+    cortexkit sample-permutations fit u.data --split train --n-items 10 --model ar \
+        --condition items -o ml.st
+    cortexkit sample-permutations sample ml.st --items u.data --split test -n 32 --given 2,0,1 -o c.st
+
+Encode orderings as insertion vectors relative to their Borda order, and back:
+
+    cortexkit sample-permutations encode orders.txt --representation insertion --reference borda \\
+        | cortexkit sample-permutations decode - -o same.st
+
+Score held-out rankings at NFE 1, 2, 5 and 10:
+
+    for k in 1 2 5 10; do cortexkit sample-permutations score mlm.st test.st --nfe $k | yq .mean_nll; done
+""",
+    "FILES": """
+- permutations artifact (kind permutations; written by sample and decode, read by every verb)
+:: orderings: (count, n) int16 or int32, item indices 0..n-1, most preferred first. Optional
+items: (count, n) int64, outside ids of each row's local items (MovieLens movie ids); ratings:
+(count, n) float32, the rating of each local item; users: (count,) int64. Metadata
+permutations.items holds item names (JSON list) when known.
+- permutation-codes artifact (written by encode, read by decode) :: codes: (count, n) int16 or
+int32 digits; reference: (n,) int64. Metadata permutations.representation.
+- permutation-model artifact (written by fit) :: reference: (n,) int64 reference order.
+product, rim, mallows, gmallows: log_probs (n, n) float32, row i the log-probabilities of digit
+i (-inf outside its range); mallows and gmallows also theta (n,) float32 (phi = exp(-theta)).
+plackett-luce: log_weights (n,) float32. ar and mlm: net.* the transformer's weights (float32),
+and for --condition items vocabulary (V,) int64, the item ids the model has tokens for,
+with the architecture in metadata permutations.net (JSON). Metadata permutations.model,
+permutations.n, permutations.representation, permutations.info (fit summary, JSON).
+- scores artifact (kind permutation-scores; score --scores PATH) :: log_likelihood: (count,)
+float64 in nats.
+""",
+    "SEE ALSO": "cortexkit(1), cortexkit-inspect(1), cortexkit-convert(1)",
+    "REFERENCE": """
+D. Severo, B. Karrer, N. Nolte. Learning Distributions over Permutations and Rankings with
+Factorized Representations. ICLR 2026 (arXiv 2505.24664). Mallows (1957); Fligner and Verducci
+(1986); Doignon, Pekec and Regenwetter (2004, repeated insertion); Plackett (1975), Luce (1959).
+""",
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# shared options
+
+
+def input_options(func):
+    options = [
+        click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True,
+                     help="Input format (auto: from the bytes and the file name)."),
+        click.option("--as", "as_", type=click.Choice(["orderings", "rankings"]), default="orderings",
+                     show_default=True, help="Text rows are orderings (item per position) or "
+                                             "rankings (position per item)."),
+        click.option("--base", type=click.Choice(["auto", "0", "1"]), default="auto", show_default=True,
+                     help="Item numbering of text input (auto: 1-based when no 0 appears)."),
+        click.option("--partial", type=click.Choice(["error", "drop", "shuffle"]), default="error",
+                     show_default=True, help="Incomplete PrefLib orders: reject, drop, or complete "
+                                             "with the missing items in random order."),
+        click.option("--n-items", type=click.IntRange(min=2), default=10, show_default=True,
+                     help="MovieLens: movies per user ranking."),
+        click.option("--min-ratings", type=click.IntRange(min=1), default=100, show_default=True,
+                     help="MovieLens: keep movies with at least this many ratings."),
+        click.option("--split", type=click.Choice(["all", "train", "test"]), default="all",
+                     show_default=True, help="MovieLens: which users (split by --split-seed)."),
+        click.option("--test-fraction", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+                     help="MovieLens: fraction of users in the test split."),
+        click.option("--split-seed", type=int, default=0, show_default=True,
+                     help="MovieLens: seed of the user split and of the subsets and tie-breaks."),
+        click.option("--draws", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="MovieLens: rankings drawn per user."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+INPUT_KEYS = ("fmt", "as_", "base", "partial", "n_items", "min_ratings", "split", "test_fraction",
+              "split_seed", "draws")
+
+
+def pop_input(kwargs: dict) -> dict:
+    return {k: kwargs.pop(k) for k in INPUT_KEYS}
+
+
+def load_orders(source: str, opts: dict):
+    """Orders (numpy orderings and extras) from any supported input."""
+    import numpy as np
+
+    from cortexkit.formats import rankings
+    from cortexkit.formats.artifact import check_kind, decode
+    from cortexkit.formats.stdio import display_name, read_bytes
+
+    name = display_name(source)
+    data = read_bytes(source)
+    fmt = opts["fmt"]
+    if fmt == "auto":
+        fmt = rankings.sniff_kind(data, name)
+        fmt = "movielens" if fmt == "ratings" else fmt
+    if fmt != "text" and opts["as_"] == "rankings" and fmt != "artifact":
+        raise CortexError(f"{name}: --as rankings applies to text and artifacts; {fmt} input holds orderings")
+    if fmt == "artifact":
+        art = decode(data, name, "np")
+        check_kind(art, "permutations")
+        x = np.asarray(art.tensor("orderings"), dtype=np.int64)
+        rankings.check_orderings(x, name)
+        if opts["as_"] == "rankings":
+            x = rankings.invert_rows(x)
+        names = art.meta_json("permutations.items")
+        extra = {k: np.asarray(art.tensors[k]) for k in ("items", "ratings", "users") if k in art.tensors}
+        return rankings.Orders(x, item_names=names, **extra)
+    if fmt == "preflib":
+        return rankings.read_preflib(data, name, opts["partial"], np.random.default_rng(opts["split_seed"]))
+    if fmt == "movielens":
+        table = rankings.read_rating_table(data, name)
+        return rankings.ratings_to_orders(table, opts["n_items"], min_ratings=opts["min_ratings"],
+                                          split=opts["split"], test_fraction=opts["test_fraction"],
+                                          split_seed=opts["split_seed"], draws=opts["draws"],
+                                          rng=np.random.default_rng(opts["split_seed"] + 1))
+    return rankings.read_text_orders(data, name, opts["as_"], opts["base"])
+
+
+def int_dtype(n: int):
+    import numpy as np
+
+    return np.int16 if n < 2**15 else np.int32
+
+
+def write_orders(run, x, names=None, extra=None, target=None):
+    import numpy as np
+
+    x = np.asarray(x)
+    tensors = {"orderings": x.astype(int_dtype(x.shape[1]))}
+    tensors.update(extra or {})
+    meta = {"permutations.n": str(x.shape[1])}
+    if names:
+        meta["permutations.items"] = list(names)
+    run.write_artifact(tensors, "permutations", metadata=meta, target=target)
+
+
+def parse_reference(spec: str, x, n: int):
+    """identity | borda | FILE (one ordering: text line or a permutations artifact's first row)."""
+    import numpy as np
+    import torch
+
+    from cortexkit.tools.permutations import representations as R
+
+    if spec == "identity":
+        return torch.arange(n)
+    if spec == "borda":
+        if x is None:
+            raise CortexError("--reference borda needs permutations to take the Borda order of")
+        return R.borda_reference(torch.as_tensor(x))
+    opts = dict(fmt="auto", as_="orderings", base="auto", partial="error", n_items=n, min_ratings=1,
+                split="all", test_fraction=0.2, split_seed=0, draws=1)
+    try:
+        ref = load_orders(spec, opts).orderings[0]
+    except CortexError as exc:
+        raise CortexError(f"--reference {spec}: {exc} (use identity, borda or a file holding one ordering)") from None
+    if len(ref) != n:
+        raise CortexError(f"--reference {spec}: holds an ordering of {len(ref)} items, the data has n = {n}")
+    return torch.as_tensor(np.asarray(ref, dtype=np.int64))
+
+
+def load_model(run, source):
+    from cortexkit.tools.permutations.model import PermutationModel
+
+    art = run.read_artifact(source, kind="permutation-model")
+    try:
+        model = PermutationModel.from_tensors(art.tensors, art.metadata)
+    except (KeyError, RuntimeError, TypeError) as exc:
+        raise CortexError(f"{art.source}: damaged permutation-model artifact ({exc})") from None
+    model.item_names = art.meta_json("permutations.items")
+    if model.net is not None:
+        model.net.to(run.device)
+    return model
+
+
+def row_items(model, orders, source):
+    """Per-row item ids for a conditional model (None for others); checked before work."""
+    import torch
+
+    if model.vocabulary is None:
+        return None
+    if orders.items is None:
+        raise CortexError(f"{source}: the model is conditioned on item ids; give rows with items "
+                          "(a rating table, or a permutations artifact with an 'items' tensor)")
+    return torch.as_tensor(orders.items)
+
+
+def check_n(model, orders, source):
+    n = orders.orderings.shape[1]
+    if n != model.n:
+        raise CortexError(f"{source}: holds permutations of n = {n} items, the model is for n = {model.n}")
+
+
+def parse_nfe_list(text: str | None, model) -> list[int | None]:
+    if text is None:
+        return [None]
+    out = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if part in ("full", "n", ""):
+            out.append(None)
+            continue
+        try:
+            value = int(part)
+        except ValueError:
+            raise CortexError(f"--nfe {text}: give integers separated by commas (or 'full')") from None
+        out.append(value)
+    for value in out:
+        if value is None:
+            continue
+        if model.net is None and value != 1:
+            raise CortexError(f"--nfe {value}: a {model.kind} model samples in one step (NFE = 1)")
+        if model.net is not None and model.kind == "ar" and value != model.n:
+            raise CortexError(f"--nfe {value}: an autoregressive model needs NFE = n = {model.n}; "
+                              "fit --model mlm for fewer steps")
+        if model.net is not None and not 1 <= value <= model.n:
+            raise CortexError(f"--nfe {value}: must be between 1 and n = {model.n}")
+    return out
+
+
+def nfe_options(func):
+    func = click.option("--partition", type=click.Choice(["contiguous", "random"]), default="contiguous",
+                        show_default=True, help="Blocks of a masked model's NFE steps: contiguous digit "
+                                                "ranges, or one random partition drawn from --seed.")(func)
+    return func
+
+
+# ----------------------------------------------------------------------------------------------
+# verbs
+
+
+@verb(group, "fit", output="artifact", torch_options=True)
+@click.argument("data", metavar="DATA|-")
+@click.option("--model", "kind", type=click.Choice(MODELS), default="mlm", show_default=True,
+              help="Model family (see DESCRIPTION).")
+@click.option("--representation", type=click.Choice(REPRESENTATIONS), default="insertion",
+              show_default=True, help="Digit code the model works on.")
+@click.option("--reference", default="identity", show_default=True, metavar="identity|borda|FILE",
+              help="Reference order of lehmer and insertion codes (and the Mallows centre).")
+@click.option("--condition", type=click.Choice(["none", "items"]), default="none", show_default=True,
+              help="ar/mlm: condition on each row's outside item ids (the 'items' tensor, e.g. "
+                   "MovieLens movie ids), one token per item.")
+@click.option("--smoothing", type=click.FloatRange(min=0), default=0.5, show_default=True,
+              help="product/rim: pseudo-counts added to every legal digit value.")
+@click.option("--epochs", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=1e-3, show_default=True)
+@click.option("--weight-decay", type=click.FloatRange(min=0), default=1e-2, show_default=True)
+@click.option("--val-fraction", type=click.FloatRange(0, 0.9), default=0.1, show_default=True,
+              help="Part of DATA held out to keep the best epoch (neural models).")
+@click.option("--patience", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Stop after this many epochs without a better validation NLL.")
+@click.option("--val-nfe", type=click.IntRange(min=1), default=None,
+              help="mlm: keep the epoch with the best validation NLL at this NFE (default n).")
+@click.option("--d-model", type=click.IntRange(min=4), default=64, show_default=True)
+@click.option("--layers", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--heads", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--ff", type=click.IntRange(min=4), default=128, show_default=True)
+@click.option("--dropout", type=click.FloatRange(0, 1), default=0.1, show_default=True)
+@input_options
+def fit(run, data, kind, representation, reference, condition, smoothing, epochs, batch_size, lr, weight_decay,
+        val_fraction, patience, val_nfe, d_model, layers, heads, ff, dropout, **kwargs):
+    """Fit a model to permutations (DATA -> permutation-model artifact)."""
+    opts = pop_input(kwargs)
+    if d_model % heads:
+        raise CortexError(f"--d-model {d_model} must be a multiple of --heads {heads}")
+    if condition == "items" and kind not in ("ar", "mlm"):
+        raise CortexError(f"--condition items needs a neural model (--model ar or mlm), not {kind}")
+    orders = load_orders(data, opts)
+    if condition == "items" and orders.items is None:
+        raise CortexError(f"{data}: --condition items needs per-row item ids (a rating table or a "
+                          "permutations artifact with an 'items' tensor)")
+    for note in orders.notes:
+        run.info(note)
+    import torch
+
+    from cortexkit.tools.permutations import model as M
+    from cortexkit.tools.permutations import neural as N
+
+    x = torch.as_tensor(orders.orderings)
+    ref = parse_reference(reference, orders.orderings, x.shape[1])
+    if kind == "plackett-luce" and reference != "identity":
+        run.warn("plackett-luce has no reference order; --reference ignored")
+    if val_nfe is not None and val_nfe > x.shape[1]:
+        raise CortexError(f"--val-nfe {val_nfe}: must be at most n = {x.shape[1]}")
+    run.info(f"fitting {kind} to {len(x)} permutations of n = {x.shape[1]}")
+    train_config = N.TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
+                                 val_fraction=val_fraction, patience=patience, val_nfe=val_nfe)
+    net_config = dict(d_model=d_model, layers=layers, heads=heads, ff=ff, dropout=dropout)
+    fitted = M.fit(x, kind, representation=representation, reference=ref, smoothing=smoothing,
+                   net_config=net_config, train_config=train_config, generator=run.torch_generator(),
+                   progress=lambda it: run.progress(it, desc="epochs"), log=run.detail,
+                   items=torch.as_tensor(orders.items) if condition == "items" else None,
+                   device=run.device)
+    tensors, meta = fitted.to_tensors()
+    if orders.item_names:
+        meta["permutations.items"] = list(orders.item_names)
+    run.write_artifact(tensors, "permutation-model", metadata=meta)
+    summary = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in fitted.info.items())
+    run.info(f"{kind}: {summary}")
+
+
+@verb(group, "sample", output="artifact", torch_options=True)
+@click.argument("model_file", metavar="MODEL|-")
+@click.option("-n", "--num", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="How many permutations to draw.")
+@click.option("--nfe", type=click.IntRange(min=1), default=None,
+              help="Forward passes of a masked model (default n; products use 1).")
+@nfe_options
+@click.option("--given", default=None, metavar="I,J,...",
+              help="Condition on a partial ranking: the top items in order (lehmer, fisher-yates, "
+                   "inline, plackett-luce), or the order of the first r reference items (insertion).")
+@click.option("--items", "items_file", default=None, metavar="FILE",
+              help="Conditional models: rows whose item ids to condition on (permutations artifact "
+                   "with 'items', or a rating table); -n samples are drawn for each row.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=65536, show_default=True)
+@input_options
+def sample(run, model_file, num, nfe, partition, given, items_file, batch_size, **kwargs):
+    """Draw permutations from a model (MODEL -> permutations artifact)."""
+    model = load_model(run, model_file)
+    import torch
+
+    given_t = None
+    if given:
+        try:
+            given_t = torch.tensor([int(v) for v in given.replace(";", ",").split(",") if v.strip()])
+        except ValueError:
+            raise CortexError(f"--given {given}: give 0-based item indices separated by commas") from None
+    parse_nfe_list(None if nfe is None else str(nfe), model)
+    opts = pop_input(kwargs)
+    items = None
+    if model.vocabulary is not None and items_file is None:
+        raise CortexError("the model is conditioned on item ids: give --items FILE")
+    if items_file is not None:
+        if model.vocabulary is None:
+            raise CortexError("--items: the model is not conditional (fit it with --condition items)")
+        rows = load_orders(items_file, opts)
+        check_n(model, rows, items_file)
+        items = row_items(model, rows, items_file).repeat_interleave(num, 0)
+        num = len(items)
+    generator = run.torch_generator()
+    x = model.sample(num, nfe=nfe, partition=partition, given=given_t, generator=generator,
+                     batch_size=batch_size, items=items)
+    extra = {} if items is None else {"items": items}
+    write_orders(run, x.numpy(), model.item_names, extra)
+
+
+@verb(group, "score", output="report", torch_options=True)
+@click.argument("model_file", metavar="MODEL")
+@click.argument("data", metavar="DATA|-")
+@click.option("--nfe", default=None, metavar="K", help="Masked models: NFE of the sampler scored (default n).")
+@nfe_options
+@click.option("--scores", "scores_path", default=None, metavar="PATH",
+              help="Also write per-permutation log-likelihoods (permutation-scores artifact).")
+@input_options
+def score(run, model_file, data, nfe, partition, scores_path, **kwargs):
+    """Exact log-likelihood of permutations under a model's sampler (YAML summary)."""
+    opts = pop_input(kwargs)
+    model = load_model(run, model_file)
+    nfes = parse_nfe_list(nfe, model)
+    if len(nfes) != 1:
+        raise CortexError("score takes one --nfe (evaluate takes a list)")
+    orders = load_orders(data, opts)
+    check_n(model, orders, data)
+    import torch
+
+    x = torch.as_tensor(orders.orderings)
+    lp = model.log_prob(x, nfe=nfes[0], partition=partition, generator=run.torch_generator(),
+                        items=row_items(model, orders, data))
+    if scores_path:
+        run.write_artifact({"log_likelihood": lp.double()}, "permutation-scores", target=scores_path)
+    run.write_report({
+        "model": model.kind, "representation": model.representation, "n": model.n,
+        "nfe": nfes[0] or model.default_nfe, "partition": partition if model.kind == "mlm" else None,
+        "count": len(x), "mean_nll": float(-lp.mean()), "std_nll": float(lp.std()) if len(x) > 1 else 0.0,
+        "min_log_likelihood": float(lp.min()), "max_log_likelihood": float(lp.max()),
+        "uniform_nll": math.lgamma(model.n + 1),
+    })
+
+
+@verb(group, "encode", output="artifact", torch_options=False)
+@click.argument("data", metavar="DATA|-")
+@click.option("--representation", type=click.Choice(REPRESENTATIONS), default="insertion", show_default=True)
+@click.option("--reference", default="identity", show_default=True, metavar="identity|borda|FILE")
+@input_options
+def encode(run, data, representation, reference, **kwargs):
+    """Permutations -> digit codes (permutation-codes artifact)."""
+    opts = pop_input(kwargs)
+    orders = load_orders(data, opts)
+    import torch
+
+    from cortexkit.tools.permutations import representations as R
+
+    x = torch.as_tensor(orders.orderings)
+    ref = parse_reference(reference, orders.orderings, x.shape[1])
+    code = R.encode(x, representation, ref)
+    run.write_artifact({"codes": code.numpy().astype(int_dtype(x.shape[1])), "reference": ref},
+                       "permutation-codes", metadata={"permutations.representation": representation})
+
+
+@verb(group, "decode", output="artifact", torch_options=False)
+@click.argument("data", metavar="CODES|-")
+@click.option("--representation", type=click.Choice(REPRESENTATIONS), default=None,
+              help="Code of a text input (artifacts carry their own).")
+@click.option("--reference", default=None, metavar="identity|FILE",
+              help="Reference of a text input (artifacts carry their own).")
+def decode(run, data, representation, reference):
+    """Digit codes -> permutations (permutations artifact)."""
+    import numpy as np
+    import torch
+
+    from cortexkit.formats import rankings
+    from cortexkit.formats.artifact import check_kind
+    from cortexkit.formats.artifact import decode as decode_artifact
+    from cortexkit.formats.stdio import display_name, read_bytes
+    from cortexkit.tools.permutations import representations as R
+
+    name = display_name(data)
+    raw = read_bytes(data)
+    if rankings.sniff_kind(raw, name) == "artifact":
+        art = decode_artifact(raw, name, "np")
+        check_kind(art, "permutation-codes")
+        code = np.asarray(art.tensor("codes"), dtype=np.int64)
+        rep = art.metadata.get("permutations.representation")
+        if representation and representation != rep:
+            raise CortexError(f"{name}: holds {rep} codes, not {representation}")
+        representation = rep
+        ref = torch.as_tensor(np.asarray(art.tensor("reference"), dtype=np.int64))
+    else:
+        if representation is None:
+            raise CortexError(f"{name}: text codes need --representation")
+        rows = []
+        for number, line in enumerate(raw.decode("utf-8", "replace").splitlines(), start=1):
+            line = line.split("#", 1)[0].strip()
+            if line:
+                try:
+                    rows.append(([int(v) for v in line.replace(",", " ").split()], number))
+                except ValueError:
+                    raise CortexError(f"{name}: line {number} is not a list of integer digits") from None
+        if not rows:
+            raise CortexError(f"{name}: holds no codes")
+        n = len(rows[0][0])
+        for row, number in rows:
+            if len(row) != n:
+                raise CortexError(f"{name}: line {number} has {len(row)} digits, the first has {n}")
+        code = np.asarray([r for r, _ in rows], dtype=np.int64)
+        ref = parse_reference(reference or "identity", None, n)
+    code_t = torch.as_tensor(code)
+    legal = R.codes_are_legal(code_t, representation)
+    if not legal.all():
+        r = int((~legal).nonzero()[0, 0])
+        sizes = R.digit_sizes(representation, code.shape[1])
+        i = int(((code_t[r] < 0) | (code_t[r] >= sizes)).nonzero()[0, 0])
+        raise CortexError(f"{name}: row {r + 1} digit {i} = {int(code_t[r, i])} is outside its "
+                          f"{representation} range [0, {int(sizes[i]) - 1}]")
+    x = R.decode(code_t, representation, ref)
+    if representation == "inline":
+        rankings.check_orderings(x.numpy(), name)
+    write_orders(run, x.numpy())
+
+
+@verb(group, "evaluate", output="report", torch_options=True)
+@click.argument("model_file", metavar="MODEL")
+@click.argument("data", metavar="HELDOUT|-")
+@click.option("--nfe", default=None, metavar="K[,K...]",
+              help="NFEs to report NLL and sample statistics at (default n, or 1 for products).")
+@nfe_options
+@click.option("--samples", type=click.IntRange(min=0), default=10000, show_default=True,
+              help="Samples drawn per NFE for validity, uniqueness and Kendall statistics.")
+@click.option("--train", "train_file", default=None, metavar="FILE",
+              help="Training permutations: adds the share of novel samples.")
+@input_options
+def evaluate(run, model_file, data, nfe, partition, samples, train_file, **kwargs):
+    """Held-out NLL, validity, uniqueness, novelty and Kendall statistics (YAML report)."""
+    opts = pop_input(kwargs)
+    model = load_model(run, model_file)
+    nfes = parse_nfe_list(nfe, model)
+    orders = load_orders(data, opts)
+    check_n(model, orders, data)
+    train_orders = None
+    if train_file:
+        train_orders = load_orders(train_file, {**opts, "split": "train" if opts["split"] == "test" else opts["split"]})
+        check_n(model, train_orders, train_file)
+    import torch
+
+    from cortexkit.tools.permutations import representations as R
+
+    x = torch.as_tensor(orders.orderings)
+    items = row_items(model, orders, data)
+    centre = R.borda_reference(x)
+    held_kendall = R.kendall_distance(x, centre).double()
+    train_set = None
+    if train_orders is not None:
+        train_set = {tuple(r) for r in train_orders.orderings.tolist()}
+    report = {"model": model.kind, "representation": model.representation, "n": model.n,
+              "count": len(x), "uniform_nll": math.lgamma(model.n + 1),
+              "heldout_kendall_to_borda": float(held_kendall.mean()), "by_nfe": []}
+    for k in nfes:
+        generator = run.torch_generator()
+        lp = model.log_prob(x, nfe=k, partition=partition, generator=generator, items=items)
+        entry = {"nfe": k or model.default_nfe, "nll": float(-lp.mean()),
+                 "nll_stderr": float(lp.std() / len(lp) ** 0.5) if len(lp) > 1 else 0.0}
+        if samples:
+            generator = run.torch_generator()  # the same partition the likelihood used
+            if items is not None:  # one sample per held-out row, conditioned on its items
+                s = model.sample(len(x), nfe=k, partition=partition, generator=generator, items=items)
+            else:
+                s = model.sample(samples, nfe=k, partition=partition, generator=generator)
+            valid = R.is_permutation(s)
+            rows = [tuple(r) for r in s[valid].tolist()]
+            drawn = len(s)
+            entry.update({"samples": drawn, "valid": float(valid.double().mean()),
+                          "unique": len(set(rows)) / drawn,
+                          "cyclic": float(R.is_cycle(s).double().mean())})
+            if valid.any():
+                entry["kendall_to_borda"] = float(R.kendall_distance(s[valid], centre).double().mean())
+            if train_set is not None:
+                entry["novel"] = sum(1 for r in rows if r not in train_set) / drawn
+        report["by_nfe"].append(entry)
+        run.detail(f"NFE {entry['nfe']}: NLL {entry['nll']:.4f}")
+    run.write_report(report)

@@ -1,0 +1,309 @@
+"""Permutation data from outside: PrefLib .soc/.soi, text orders, MovieLens rating tables.
+
+Everything becomes a table of **orderings**: row ``r`` lists 0-based item indices, most preferred
+first. A **ranking** is the inverse (the position of each item); text files may hold either
+(``as_="rankings"`` inverts them). Bad rows are rejected with a message naming the line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cortexkit.formats.errors import CortexError
+
+PARTIAL = ("error", "drop", "shuffle")
+
+
+@dataclass
+class Orders:
+    """``orderings`` ``(m, n)`` int64; optional ``item_names`` (n labels) and per-row ``items``
+    ``(m, n)`` (e.g. movie ids whose local index is the value in ``orderings``) and ``ratings``."""
+
+    orderings: np.ndarray
+    item_names: list[str] | None = None
+    items: np.ndarray | None = None
+    ratings: np.ndarray | None = None
+    users: np.ndarray | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def check_orderings(x: np.ndarray, name: str, rows: list[int] | None = None, what: str = "row") -> None:
+    """Every row must be a permutation of 0..n-1; the first bad row is named."""
+    if x.ndim != 2:
+        raise CortexError(f"{name}: expected a (count, n) table of permutations, got shape {list(x.shape)}")
+    m, n = x.shape
+    if m == 0:
+        raise CortexError(f"{name}: holds no permutations")
+    label = (lambda r: f"{what} {rows[r]}") if rows is not None else (lambda r: f"{what} {r + 1}")
+    outside = (x < 0) | (x >= n)
+    if outside.any():
+        r, c = map(int, np.argwhere(outside)[0])
+        raise CortexError(f"{name}: {label(r)} has item {int(x[r, c])} outside 0..{n - 1} "
+                          f"(n = {n} from the row length)")
+    srt = np.sort(x, axis=1)
+    bad = (srt != np.arange(n)).any(axis=1)
+    if bad.any():
+        r = int(np.argmax(bad))
+        values, counts = np.unique(x[r], return_counts=True)
+        dup = values[counts > 1]
+        missing = sorted(set(range(n)) - set(x[r].tolist()))
+        raise CortexError(f"{name}: {label(r)} is not a permutation: item {int(dup[0])} repeats and "
+                          f"item {missing[0]} is missing")
+
+
+def invert_rows(x: np.ndarray) -> np.ndarray:
+    inv = np.empty_like(x)
+    np.put_along_axis(inv, x, np.broadcast_to(np.arange(x.shape[1]), x.shape), axis=1)
+    return inv
+
+
+# ----------------------------------------------------------------------------------------------
+# text
+
+
+def read_text_orders(data: bytes, name: str, as_: str = "orderings", base: str = "auto") -> Orders:
+    """CSV or whitespace-separated integers, one permutation per line; '#' comments and a
+    non-numeric header line are skipped. ``base``: ``0``, ``1`` or ``auto`` (1-based when no 0
+    appears and the largest item equals n)."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise CortexError(f"{name}: not UTF-8 text (expected permutations, one per line)") from None
+    rows, lines = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = [f for f in re.split(r"[,\s;]+", line) if f]
+        try:
+            rows.append([int(f) for f in fields])
+        except ValueError:
+            if not rows and not lines:  # a header line
+                continue
+            raise CortexError(f"{name}: line {number}: '{line[:40]}' is not a list of integer items") from None
+        lines.append(number)
+    if not rows:
+        raise CortexError(f"{name}: holds no permutations")
+    n = len(rows[0])
+    for row, number in zip(rows, lines):
+        if len(row) != n:
+            raise CortexError(f"{name}: line {number} has {len(row)} items, the first row has {n} "
+                              "(ragged rows; every permutation needs the same n)")
+    x = np.asarray(rows, dtype=np.int64)
+    if base == "auto":
+        base = "1" if x.min() >= 1 and x.max() == n else "0"
+    if base == "1":
+        x = x - 1
+    check_orderings(x, name, lines, what="line")
+    if as_ == "rankings":
+        x = invert_rows(x)
+    return Orders(x)
+
+
+# ----------------------------------------------------------------------------------------------
+# PrefLib
+
+
+def read_preflib(data: bytes, name: str, partial: str = "error", rng: np.random.Generator | None = None) -> Orders:
+    """PrefLib ordinal data (.soc complete, .soi incomplete strict orders; new and old layout).
+
+    Lines ``count: o1,o2,...`` (1-based items, most preferred first). Ties (``{a,b}``) are not
+    strict orders and are rejected. ``partial`` decides what happens to incomplete orders:
+    ``error``, ``drop`` them, or ``shuffle`` (append the missing items in a random order).
+    """
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise CortexError(f"{name}: not UTF-8 text, so not a PrefLib file") from None
+    names: dict[int, str] = {}
+    n = None
+    orders, lines, counts = [], [], []
+    raw_lines = text.splitlines()
+    old_layout = bool(raw_lines) and not raw_lines[0].startswith("#")
+    body_start = 0
+    if old_layout:  # legacy: n, n name lines, "voters,sum,unique", then "count,o1,..."
+        try:
+            n = int(raw_lines[0].strip())
+            for k in range(1, n + 1):
+                idx, label = raw_lines[k].split(",", 1)
+                names[int(idx)] = label.strip()
+            body_start = n + 2
+        except (ValueError, IndexError):
+            raise CortexError(f"{name}: not a PrefLib file (no '# NUMBER ALTERNATIVES' header "
+                              "and not the legacy layout)") from None
+    for number, line in enumerate(raw_lines[body_start:], start=body_start + 1):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            m = re.match(r"#\s*NUMBER ALTERNATIVES:\s*(\d+)", line)
+            if m:
+                n = int(m.group(1))
+            m = re.match(r"#\s*ALTERNATIVE NAME (\d+):\s*(.*)", line)
+            if m:
+                names[int(m.group(1))] = m.group(2).strip()
+            continue
+        if "{" in line:
+            raise CortexError(f"{name}: line {number} has tied items ({line[:40]}); only strict "
+                              "orders (.soc/.soi) are permutations")
+        if ":" in line:
+            count_text, order_text = line.split(":", 1)
+        else:
+            count_text, order_text = line.split(",", 1)
+        try:
+            count = int(count_text)
+            order = [int(v) - 1 for v in order_text.replace(",", " ").split()]
+        except ValueError:
+            raise CortexError(f"{name}: line {number}: '{line[:40]}' is not 'count: item,item,...'") from None
+        orders.append(order)
+        lines.append(number)
+        counts.append(count)
+    if n is None:
+        raise CortexError(f"{name}: no '# NUMBER ALTERNATIVES: n' header")
+    if not orders:
+        raise CortexError(f"{name}: holds no orders")
+    rows, row_lines, notes = [], [], []
+    dropped = 0
+    rng = rng or np.random.default_rng(0)
+    for order, number, count in zip(orders, lines, counts):
+        bad = [v for v in order if not 0 <= v < n]
+        if bad:
+            raise CortexError(f"{name}: line {number} has item {bad[0] + 1} outside 1..{n}")
+        if len(set(order)) != len(order):
+            dup = next(v for v in order if order.count(v) > 1)
+            raise CortexError(f"{name}: line {number} is not a permutation: item {dup + 1} repeats")
+        if len(order) < n:
+            if partial == "error":
+                raise CortexError(f"{name}: line {number} ranks {len(order)} of {n} items; pass "
+                                  "--partial drop or --partial shuffle for incomplete orders")
+            if partial == "drop":
+                dropped += count
+                continue
+            missing = np.array(sorted(set(range(n)) - set(order)))
+            for _ in range(count):
+                rows.append(order + rng.permutation(missing).tolist())
+                row_lines.append(number)
+            continue
+        rows.extend([order] * count)
+        row_lines.extend([number] * count)
+    if dropped:
+        notes.append(f"dropped {dropped} incomplete orders")
+    if not rows:
+        raise CortexError(f"{name}: no complete orders left (all were dropped)")
+    x = np.asarray(rows, dtype=np.int64)
+    check_orderings(x, name, row_lines, what="line")
+    labels = [names.get(k + 1, str(k + 1)) for k in range(n)] if names else None
+    return Orders(x, item_names=labels, notes=notes)
+
+
+# ----------------------------------------------------------------------------------------------
+# MovieLens-style ratings
+
+
+def read_rating_table(data: bytes, name: str) -> np.ndarray:
+    """``(rows, 3)`` float64 of (user, item, rating) from u.data (tab/space separated, no
+    header) or a ratings.csv with a header (userId,movieId,rating[,timestamp])."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise CortexError(f"{name}: not UTF-8 text, so not a rating table") from None
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields = [f for f in re.split(r"[,\t ]+|::", line) if f]
+        if len(fields) < 3:
+            raise CortexError(f"{name}: line {number} has {len(fields)} fields; expected user, item, rating")
+        try:
+            user, item, rating = int(fields[0]), int(fields[1]), float(fields[2])
+        except ValueError:
+            if not out:
+                continue  # header
+            raise CortexError(f"{name}: line {number}: '{line[:40]}' is not user, item, rating") from None
+        if not np.isfinite(rating):
+            raise CortexError(f"{name}: line {number} has rating {fields[2]} (NaN or infinite); "
+                              "remove or fill it")
+        out.append((user, item, rating))
+    if not out:
+        raise CortexError(f"{name}: holds no ratings")
+    return np.asarray(out, dtype=np.float64)
+
+
+def split_users(users: np.ndarray, test_fraction: float, seed: int) -> np.ndarray:
+    """Boolean per distinct user (sorted): True = test. Deterministic in ``seed``."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(users))
+    test = np.zeros(len(users), dtype=bool)
+    test[order[: int(round(len(users) * test_fraction))]] = True
+    return test
+
+
+def ratings_to_orders(table: np.ndarray, n: int, *, min_ratings: int = 100, split: str = "all",
+                      test_fraction: float = 0.2, split_seed: int = 0,
+                      rng: np.random.Generator | None = None, draws: int = 1) -> Orders:
+    """Per-user rankings of ``n`` movies from a ratings table ``(rows, 3)``.
+
+    Movies with at least ``min_ratings`` ratings are kept; each user with at least ``n`` of them
+    gives ``draws`` rows, each a random subset of ``n`` rated movies ordered by rating, ties broken
+    at random per draw. Local item ``k`` of a row is the ``k``-th most popular of its movies
+    (popularity counted on training users only), so the identity reference is popularity order.
+    Users are split ``1 - test_fraction`` / ``test_fraction`` by ``split_seed``.
+    Returns orderings over local items, ``items`` (movie ids) and ``ratings`` ``(m, n)``.
+    """
+    rng = rng or np.random.default_rng(0)
+    users_all = np.unique(table[:, 0].astype(np.int64))
+    is_test = dict(zip(users_all.tolist(), split_users(users_all, test_fraction, split_seed).tolist()))
+    movie, counts = np.unique(table[:, 1].astype(np.int64), return_counts=True)
+    keep = set(movie[counts >= min_ratings].tolist())
+    train_rows = np.array([not is_test[int(u)] for u in table[:, 0]])
+    pop_movies, pop_counts = np.unique(table[train_rows, 1].astype(np.int64), return_counts=True)
+    popularity = dict(zip(pop_movies.tolist(), pop_counts.tolist()))
+    by_user: dict[int, list[tuple[int, float]]] = {}
+    for user, item, rating in table:
+        if int(item) in keep:
+            by_user.setdefault(int(user), []).append((int(item), float(rating)))
+    orders, items, ratings, users = [], [], [], []
+    for user in sorted(by_user):
+        if split != "all" and is_test[user] != (split == "test"):
+            continue
+        rated = by_user[user]
+        if len(rated) < n:
+            continue
+        for _ in range(draws):
+            pick = rng.choice(len(rated), size=n, replace=False)
+            movies = np.array([rated[p][0] for p in pick])
+            stars = np.array([rated[p][1] for p in pick])
+            # local index = popularity rank among the chosen movies (ties by movie id)
+            pop = np.array([popularity.get(int(m), 0) for m in movies])
+            local = np.lexsort((movies, -pop))
+            movies, stars = movies[local], stars[local]
+            order = np.lexsort((rng.random(n), -stars))  # by rating, ties at random
+            orders.append(order)
+            items.append(movies)
+            ratings.append(stars)
+            users.append(user)
+    if not orders:
+        raise CortexError(f"no user has {n} rated movies with at least {min_ratings} ratings each "
+                          f"in split '{split}'; lower --n-items or --min-ratings")
+    return Orders(np.asarray(orders, dtype=np.int64), items=np.asarray(items, dtype=np.int64),
+                  ratings=np.asarray(ratings, dtype=np.float32), users=np.asarray(users, dtype=np.int64),
+                  notes=[f"{len(set(users))} users, {len(keep)} movies with >= {min_ratings} ratings"])
+
+
+def sniff_kind(data: bytes, name: str) -> str:
+    """``artifact``, ``preflib``, ``ratings`` or ``text`` from the bytes and the file name."""
+    lower = name.lower()
+    if len(data) >= 9 and data[8:9] == b"{":
+        return "artifact"
+    if lower.endswith((".soc", ".soi", ".toc", ".toi")):
+        return "preflib"
+    if lower.endswith(("u.data", ".base", ".test", "ratings.csv", "ratings.dat")):
+        return "ratings"
+    head = data[:200].decode("utf-8", "replace")
+    if head.startswith("# FILE NAME") or "NUMBER ALTERNATIVES" in head:
+        return "preflib"
+    return "text"

@@ -1,0 +1,232 @@
+"""One interface over every model kind: fit, log-likelihood, sampling, (de)serialisation.
+
+Kinds: ``product`` (free per-digit categoricals, the 1-NFE mode), ``rim`` (product on insertion
+vectors), ``mallows``, ``gmallows``, ``plackett-luce``, and the neural ``ar`` / ``mlm``.
+All methods take and return **orderings** ``(batch, n)`` (item at each position).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from cortexkit.tools.permutations import classical as C
+from cortexkit.tools.permutations import neural as N
+from cortexkit.tools.permutations import representations as R
+
+CLASSICAL = ("product", "rim", "mallows", "gmallows", "plackett-luce")
+NEURAL = N.MODES
+MODELS = CLASSICAL + NEURAL
+
+
+@dataclass
+class PermutationModel:
+    kind: str
+    n: int
+    representation: str
+    reference: torch.Tensor
+    product: C.ProductModel | None = None
+    plackett_luce: C.PlackettLuce | None = None
+    net: N.PermutationTransformer | None = None
+    theta: torch.Tensor | None = None
+    info: dict = field(default_factory=dict)
+    #: conditional models: outside item ids (e.g. movie ids) known to the model, ``(V,)``;
+    #: each row's ``items`` ``(n,)`` become conditioning tokens (unknown ids share one token)
+    vocabulary: torch.Tensor | None = None
+
+    def context_ids(self, items: torch.Tensor | None) -> torch.Tensor | None:
+        """Token ids ``(batch, n)`` of per-row outside item ids ``(batch, n)`` (None: no context)."""
+        if self.vocabulary is None:
+            return None
+        if items is None:
+            raise ValueError("this model is conditional: it needs the items of each row "
+                             "(a permutations artifact with an 'items' tensor, or a rating table)")
+        vocab = self.vocabulary.to(torch.int64)
+        pos = torch.searchsorted(vocab, items.to(torch.int64)).clamp(max=len(vocab) - 1)
+        known = vocab[pos] == items
+        return torch.where(known, pos, torch.full_like(pos, len(vocab)))
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def default_nfe(self) -> int:
+        """Forward passes of the default sampler: 1 for products, n for AR and masked models."""
+        if self.net is not None:
+            return self.n
+        return 1
+
+    def prefix_codes(self, given: torch.Tensor) -> torch.Tensor:
+        """Digits fixed by a conditioning prefix ``given`` ``(r,)`` (item indices).
+
+        For ``lehmer``, ``fisher-yates`` and ``inline`` codes (and Plackett-Luce) ``given`` is the
+        top of the ordering (items at positions 0..r-1). For ``insertion`` codes it is the
+        relative order of the first r reference items, which fixes digits V_0..V_{r-1}.
+        """
+        r = given.shape[0]
+        rest_pool = [i for i in range(self.n) if i not in set(given.tolist())]
+        if self.representation == "insertion":
+            first = set(self.reference[:r].tolist())
+            if set(given.tolist()) != first:
+                raise ValueError("an insertion-code model conditions on a partial ranking of the first "
+                                 f"{r} reference items {sorted(first)}; got items {sorted(given.tolist())} "
+                                 "(fit with --reference to put the observed items first, or use a "
+                                 "lehmer/fisher-yates model for top-r prefixes)")
+        full = torch.cat([given, torch.tensor(rest_pool, dtype=torch.int64)])[None]
+        return R.encode(full, self.representation, self.reference)[0, :r]
+
+    def _check_given(self, given: torch.Tensor | None) -> None:
+        if given is None:
+            return
+        g = given.tolist()
+        if len(set(g)) != len(g) or any(not 0 <= v < self.n for v in g):
+            raise ValueError(f"the conditioning prefix {g} must list distinct items in 0..{self.n - 1}")
+        if len(g) > self.n:
+            raise ValueError(f"the conditioning prefix has {len(g)} items, the model has n = {self.n}")
+
+    # ------------------------------------------------------------------------------------------
+    def log_prob(self, x: torch.Tensor, *, nfe: int | None = None, partition: str = "contiguous",
+                 generator: torch.Generator | None = None, known: int = 0,
+                 items: torch.Tensor | None = None) -> torch.Tensor:
+        """Exact log-likelihood ``(batch,)`` of orderings under the sampler with this NFE and
+        partition (neural) or under the model (classical). ``known``: the first digits are a
+        given prefix and are not scored (a conditional likelihood)."""
+        if self.plackett_luce is not None:
+            s = self.plackett_luce.log_weights.double()[x]
+            tail = torch.logcumsumexp(s.flip(1), dim=1).flip(1)
+            return (s - tail)[:, known:].sum(dim=1)
+        code = R.encode(x, self.representation, self.reference)
+        if self.product is not None:
+            table = self.product.log_probs.double()
+            return table.gather(1, code.t()).t()[:, known:].sum(dim=1)
+        return N.log_prob_codes(self.net, code, nfe=nfe, partition=partition, known=known,
+                                generator=generator, context=self.context_ids(items))
+
+    def sample(self, num: int, *, nfe: int | None = None, partition: str = "contiguous",
+               given: torch.Tensor | None = None, generator: torch.Generator | None = None,
+               batch_size: int = 65536, items: torch.Tensor | None = None) -> torch.Tensor:
+        """``num`` orderings ``(num, n)``; ``given`` ``(r,)`` conditions on a prefix (see
+        :meth:`prefix_codes`)."""
+        self._check_given(given)
+        if self.plackett_luce is not None:
+            if given is None or len(given) == 0:
+                return self.plackett_luce.sample(num, generator)
+            rest = torch.tensor([i for i in range(self.n) if i not in set(given.tolist())], dtype=torch.int64)
+            sub = C.PlackettLuce(self.plackett_luce.log_weights[rest])
+            tail = rest[sub.sample(num, generator)]
+            return torch.cat([given.expand(num, -1), tail], dim=1)
+        prefix = None if given is None or len(given) == 0 else self.prefix_codes(given)
+        if self.product is not None:
+            if nfe not in (None, 1):
+                raise ValueError(f"a {self.kind} model is a product of digits: it samples with NFE = 1")
+            code = self.product.sample_codes(num, generator)
+            if prefix is not None:
+                code[:, : len(prefix)] = prefix
+            return R.decode(code, self.representation, self.reference)
+        code = N.sample_codes(self.net, num, nfe=nfe, partition=partition, prefix=prefix,
+                              generator=generator, batch_size=min(batch_size, 4096),
+                              context=self.context_ids(items))
+        return R.decode(code, self.representation, self.reference)
+
+    # ------------------------------------------------------------------------------------------
+    def to_tensors(self) -> tuple[dict, dict]:
+        """(tensors, metadata) for a ``permutation-model`` artifact."""
+        tensors = {"reference": self.reference.to(torch.int64)}
+        meta = {"permutations.model": self.kind, "permutations.n": str(self.n),
+                "permutations.representation": self.representation,
+                "permutations.info": json.dumps(self.info, sort_keys=True)}
+        if self.product is not None:
+            tensors["log_probs"] = self.product.log_probs.to(torch.float32)
+        if self.theta is not None:
+            tensors["theta"] = self.theta.to(torch.float32)
+        if self.plackett_luce is not None:
+            tensors["log_weights"] = self.plackett_luce.log_weights.to(torch.float32)
+        if self.vocabulary is not None:
+            tensors["vocabulary"] = self.vocabulary.to(torch.int64)
+        if self.net is not None:
+            for key, value in self.net.state_dict().items():
+                tensors[f"net.{key}"] = value.detach().cpu()
+            meta["permutations.net"] = json.dumps(self.net.config.to_dict(), sort_keys=True)
+        return tensors, meta
+
+    @classmethod
+    def from_tensors(cls, tensors: dict, meta: dict) -> "PermutationModel":
+        kind = meta["permutations.model"]
+        n = int(meta["permutations.n"])
+        rep = meta["permutations.representation"]
+        reference = tensors["reference"].to(torch.int64)
+        info = json.loads(meta.get("permutations.info", "{}"))
+        model = cls(kind, n, rep, reference, info=info)
+        if "log_probs" in tensors:
+            model.product = C.ProductModel(rep, tensors["log_probs"].to(torch.float64), reference)
+        if "theta" in tensors:
+            model.theta = tensors["theta"].to(torch.float64)
+        if "vocabulary" in tensors:
+            model.vocabulary = tensors["vocabulary"].to(torch.int64)
+        if "log_weights" in tensors:
+            model.plackett_luce = C.PlackettLuce(tensors["log_weights"].to(torch.float64))
+        if kind in NEURAL:
+            config = N.NetConfig(**json.loads(meta["permutations.net"]))
+            net = N.PermutationTransformer(config)
+            state = {k[4:]: v for k, v in tensors.items() if k.startswith("net.")}
+            net.load_state_dict(state)
+            net.eval()
+            model.net = net
+        return model
+
+
+def fit(x: torch.Tensor, kind: str, *, representation: str = "insertion", reference: torch.Tensor | None = None,
+        smoothing: float = 0.5, net_config: dict | None = None, train_config: N.TrainConfig | None = None,
+        generator: torch.Generator | None = None, progress=None, log=None,
+        items: torch.Tensor | None = None, device: torch.device | str = "cpu") -> PermutationModel:
+    """Fit a model of ``kind`` to orderings ``x`` ``(m, n)``; with ``items`` ``(m, n)`` (outside
+    ids of each row's local items) a neural model is conditioned on them (one token per item,
+    aligned with its digit)."""
+    if kind not in MODELS:
+        raise ValueError(f"unknown model {kind!r}; choose one of {', '.join(MODELS)}")
+    n = x.shape[1]
+    reference = torch.arange(n) if reference is None else reference.to(torch.int64)
+    if kind in ("mallows", "gmallows") and representation not in ("lehmer", "insertion"):
+        representation = "lehmer"
+    if kind == "rim":
+        representation = "insertion"
+    if kind == "plackett-luce":
+        pl = C.fit_plackett_luce(x)
+        nll = float(-pl.log_prob(x).mean())
+        return PermutationModel(kind, n, "inline", reference, plackett_luce=pl, info={"train_nll": nll})
+    if kind in ("product", "rim"):
+        prod = C.fit_product(x, representation, reference, smoothing)
+        return PermutationModel(kind, n, representation, reference, product=prod,
+                                info={"train_nll": float(-prod.log_prob(x).mean())})
+    if kind == "mallows":
+        fitted = C.fit_mallows(x, reference)
+        return PermutationModel(kind, n, "lehmer", reference, product=fitted.model, theta=fitted.theta,
+                                info={"phi": float(fitted.phi[0]), "theta": float(fitted.theta[0]),
+                                      "train_nll": float(-fitted.model.log_prob(x).mean())})
+    if kind == "gmallows":
+        fitted = C.fit_generalized_mallows(x, reference, representation)
+        return PermutationModel(kind, n, representation, reference, product=fitted.model, theta=fitted.theta,
+                                info={"train_nll": float(-fitted.model.log_prob(x).mean())})
+    vocabulary, context = None, None
+    extra = {}
+    if items is not None:
+        vocabulary = torch.unique(items.to(torch.int64))
+        extra = dict(context_vocab=len(vocabulary) + 1, context_len=n, context_aligned=True)
+    config = N.NetConfig(n=n, representation=representation, mode=kind, **(net_config or {}), **extra)
+    net = N.PermutationTransformer(config).to(device)
+    if vocabulary is not None:
+        context = PermutationModel(kind, n, representation, reference, vocabulary=vocabulary).context_ids(items)
+    code = R.encode(x, representation, reference)
+    history = N.train(net, code.to(device), train_config or N.TrainConfig(), generator=generator,
+                      progress=progress, log=log, context=None if context is None else context.to(device))
+    net.cpu()
+    info = {"epochs_run": len(history["train_loss"]), "best_epoch": history["best_epoch"],
+            "final_train_loss": history["train_loss"][-1] if history["train_loss"] else None,
+            "best_val_nll": min(history["val_nll"]) if history["val_nll"] else None,
+            "parameters": sum(p.numel() for p in net.parameters())}
+    return PermutationModel(kind, n, representation, reference, net=net, info=info, vocabulary=vocabulary)
+
+
+def uniform_nll(n: int) -> float:
+    return math.lgamma(n + 1)

@@ -1,0 +1,328 @@
+"""A transformer over factorized permutation codes (Severo et al., ICLR 2026).
+
+The network reads the digit sequence ``c = R(x)`` of length ``n`` (optionally after ``m``
+conditioning tokens) and returns one categorical per digit; logits outside a digit's legal range
+are ``-inf``, so every sample decodes to a valid permutation (except for the ``inline`` baseline,
+whose digits all range over ``[0, n-1]``).
+
+Two training modes:
+
+* ``ar`` (autoregressive, causal attention): ``-log p(c) = -sum_i log p(c_i | c_<i)``; NFE = n.
+* ``mlm`` (masked, order-agnostic): draw ``t ~ U{1..n}``, mask a random subset of ``t`` digits,
+  loss ``(n/t) * sum_{masked} -log p(c_j | unmasked)`` (an upper bound on the NLL).
+
+A masked model samples with any NFE = k: a partition of the digits into k blocks, each block
+drawn in parallel given the earlier ones; its exact log-likelihood is
+``sum_b sum_{j in block b} log p(c_j | blocks < b)``, which is what :func:`log_prob` returns.
+At NFE = 1 without conditioning the masked model is a product of per-digit categoricals.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from cortexkit.tools.permutations import representations as R
+
+MODES = ("ar", "mlm")
+PARTITIONS = ("contiguous", "random")
+
+
+@dataclass
+class NetConfig:
+    n: int
+    representation: str
+    mode: str = "mlm"
+    d_model: int = 64
+    layers: int = 2
+    heads: int = 4
+    ff: int = 128
+    dropout: float = 0.1
+    context_dim: int = 0  # >0: the forward pass takes (batch, m, context_dim) conditioning tokens
+    context_vocab: int = 0  # >0: conditioning tokens are int64 ids (batch, m) in [0, context_vocab)
+    context_len: int = 0  # >0: learned positions for up to this many conditioning tokens
+    context_aligned: bool = False  # conditioning token i is about digit i: also add it to digit i
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class PermutationTransformer(nn.Module):
+    """Transformer encoder over digits; ``forward(digits, context) -> (batch, n, n)`` log-probs.
+
+    ``digits`` ``(batch, n)`` int64 with ``MASK = n`` at hidden places (mlm) or the plain
+    digits (ar, shifted inside). Output row ``i`` is the distribution of digit ``i``.
+    """
+
+    def __init__(self, config: NetConfig):
+        super().__init__()
+        if config.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}")
+        R.check_representation(config.representation)
+        self.config = config
+        n, d = config.n, config.d_model
+        self.mask_token = n
+        self.bos_token = n + 1
+        self.digit_embedding = nn.Embedding(n + 2, d)
+        self.position_embedding = nn.Parameter(torch.randn(n, d) * 0.02)
+        if config.context_dim and config.context_vocab:
+            raise ValueError("conditioning tokens are either feature vectors or ids, not both")
+        if config.context_dim:
+            self.context_projection = nn.Linear(config.context_dim, d)
+        if config.context_vocab:
+            self.context_embedding = nn.Embedding(config.context_vocab, d)
+        if config.context_dim or config.context_vocab:
+            self.context_type = nn.Parameter(torch.randn(d) * 0.02)
+        if config.context_len:
+            self.context_position = nn.Parameter(torch.randn(config.context_len, d) * 0.02)
+        layer = nn.TransformerEncoderLayer(d, config.heads, config.ff, config.dropout,
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, config.layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, n)
+        self.register_buffer("legal", R.legal_mask(config.representation, n), persistent=False)
+
+    def _attention_mask(self, m: int, device) -> torch.Tensor | None:
+        if self.config.mode != "ar":
+            return None
+        n = self.config.n
+        size = m + n
+        mask = torch.zeros(size, size, device=device)
+        causal = torch.triu(torch.ones(n, n, dtype=torch.bool, device=device), diagonal=1)
+        mask[m:, m:] = mask[m:, m:].masked_fill(causal, float("-inf"))
+        mask[:m, m:] = float("-inf")  # conditioning tokens do not look at digits
+        return mask
+
+    def forward(self, digits: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
+        batch, n = digits.shape
+        if self.config.mode == "ar":  # position i sees BOS, c_0 .. c_{i-1}
+            bos = torch.full((batch, 1), self.bos_token, dtype=digits.dtype, device=digits.device)
+            digits = torch.cat([bos, digits[:, :-1]], dim=1)
+        h = self.digit_embedding(digits) + self.position_embedding
+        m = 0
+        if context is not None:
+            if self.config.context_vocab:
+                ctx = self.context_embedding(context)
+            elif self.config.context_dim:
+                ctx = self.context_projection(context)
+            else:
+                raise ValueError("this model takes no conditioning tokens")
+            if self.config.context_aligned:  # digit i reads its own token without attention
+                if ctx.shape[1] != n:
+                    raise ValueError(f"aligned conditioning needs {n} tokens, got {ctx.shape[1]}")
+                h = h + ctx
+            ctx = ctx + self.context_type
+            m = ctx.shape[1]
+            if self.config.context_len:
+                ctx = ctx + self.context_position[:m]
+            h = torch.cat([ctx, h], dim=1)
+        h = self.encoder(h, mask=self._attention_mask(m, h.device))
+        logits = self.head(self.norm(h[:, m:]))
+        logits = logits.masked_fill(~self.legal, float("-inf"))
+        return torch.log_softmax(logits, dim=-1)
+
+
+# ----------------------------------------------------------------------------------------------
+# partitions, likelihood and sampling
+
+
+def make_partition(n_free: int, nfe: int, kind: str = "contiguous",
+                   generator: torch.Generator | None = None) -> list[torch.Tensor]:
+    """Split ``n_free`` digit slots into ``nfe`` non-empty blocks (indices into the free list)."""
+    if kind not in PARTITIONS:
+        raise ValueError(f"partition must be one of {PARTITIONS}")
+    if n_free == 0:
+        return []
+    if not 1 <= nfe <= n_free:
+        raise ValueError(f"NFE must be between 1 and the number of digits to sample ({n_free}), got {nfe}")
+    order = torch.arange(n_free) if kind == "contiguous" else torch.randperm(n_free, generator=generator)
+    bounds = [round(b * n_free / nfe) for b in range(nfe + 1)]
+    return [order[bounds[b]:bounds[b + 1]] for b in range(nfe)]
+
+
+def _blocks(net: PermutationTransformer, known: int, nfe: int | None, partition: str,
+            generator: torch.Generator | None) -> list[torch.Tensor]:
+    n = net.config.n
+    free = torch.arange(known, n)
+    if net.config.mode == "ar":
+        if nfe not in (None, n - known):
+            raise ValueError(f"an autoregressive model samples with NFE = number of free digits "
+                             f"({n - known}); train with --mode mlm for fewer steps")
+        return [free[i:i + 1] for i in range(n - known)]
+    nfe = n - known if nfe is None else nfe
+    return [free[b] for b in make_partition(n - known, nfe, partition, generator)]
+
+
+@torch.no_grad()
+def log_prob_codes(net: PermutationTransformer, code: torch.Tensor, *, nfe: int | None = None,
+                   partition: str = "contiguous", known: int = 0, context: torch.Tensor | None = None,
+                   generator: torch.Generator | None = None, batch_size: int = 4096) -> torch.Tensor:
+    """Exact log-likelihood ``(batch,)`` of codes under the sampler with this NFE and partition.
+
+    ``known``: the first ``known`` digits are given (conditioning prefix) and not scored.
+    For a random partition pass the same ``generator`` state as :func:`sample_codes` used.
+    """
+    net.eval()
+    n = net.config.n
+    device = next(net.parameters()).device
+    blocks = _blocks(net, known, nfe, partition, generator)
+    out = []
+    for start in range(0, len(code), batch_size):
+        c = code[start:start + batch_size].to(device)
+        ctx = None if context is None else context[start:start + batch_size].to(device)
+        total = torch.zeros(len(c), dtype=torch.float64, device=c.device)
+        if net.config.mode == "ar":
+            logp = net(c, ctx)
+            picked = logp.gather(2, c[:, :, None])[:, known:, 0]
+            total += picked.double().sum(dim=1)
+        else:
+            revealed = torch.zeros(n, dtype=torch.bool, device=c.device)
+            revealed[:known] = True
+            for block in blocks:
+                inp = torch.where(revealed, c, torch.full_like(c, net.mask_token))
+                logp = net(inp, ctx)
+                picked = logp[:, block].gather(2, c[:, block, None])[..., 0]
+                total += picked.double().sum(dim=1)
+                revealed[block] = True
+        out.append(total)
+    return torch.cat(out).cpu() if out else torch.zeros(0, dtype=torch.float64)
+
+
+@torch.no_grad()
+def sample_codes(net: PermutationTransformer, num: int, *, nfe: int | None = None,
+                 partition: str = "contiguous", prefix: torch.Tensor | None = None,
+                 context: torch.Tensor | None = None, generator: torch.Generator | None = None,
+                 batch_size: int = 4096) -> torch.Tensor:
+    """Draw ``num`` codes ``(num, n)``; ``prefix`` ``(r,)`` or ``(num, r)`` fixes the first digits."""
+    net.eval()
+    n = net.config.n
+    device = next(net.parameters()).device
+    known = 0 if prefix is None else prefix.shape[-1]
+    blocks = _blocks(net, known, nfe, partition, generator)
+    out = []
+    for start in range(0, num, batch_size):
+        size = min(batch_size, num - start)
+        c = torch.full((size, n), net.mask_token, dtype=torch.int64, device=device)
+        if known:
+            c[:, :known] = prefix.to(device).expand(size, known) if prefix.dim() == 1 else prefix[start:start + size].to(device)
+        ctx = None if context is None else context[start:start + size].to(device)
+        for block in blocks:
+            inp = c
+            if net.config.mode == "ar":  # masks are never read by a causal model before use
+                inp = c.clamp(max=n - 1)
+            logp = net(inp, ctx)[:, block]  # (size, |block|, n)
+            u = torch.rand(logp.shape[:2], generator=generator, dtype=torch.float64).to(device)
+            cdf = logp.double().exp().cumsum(dim=-1)
+            draw = (cdf < (u * cdf[..., -1])[..., None]).sum(dim=-1)
+            sizes = R.digit_sizes(net.config.representation, n)[block].to(device)
+            c[:, block] = torch.minimum(draw.to(device), sizes - 1)
+        out.append(c.cpu())
+    return torch.cat(out)
+
+
+def first_digit_table(net: PermutationTransformer) -> torch.Tensor:
+    """The 1-NFE unconditional product table ``(n, n)`` of a masked model (all digits masked)."""
+    net.eval()
+    with torch.no_grad():
+        device = next(net.parameters()).device
+        masked = torch.full((1, net.config.n), net.mask_token, dtype=torch.int64, device=device)
+        return net(masked)[0].double().cpu()
+
+
+# ----------------------------------------------------------------------------------------------
+# training
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 100
+    batch_size: int = 256
+    lr: float = 1e-3
+    weight_decay: float = 1e-2
+    val_fraction: float = 0.1
+    patience: int = 30
+    val_nfe: int | None = None  # masked models: keep the epoch best at this NFE (default n)
+
+
+def training_loss(net: PermutationTransformer, code: torch.Tensor, context: torch.Tensor | None = None,
+                  generator: torch.Generator | None = None) -> torch.Tensor:
+    """Mean loss in nats per permutation: NLL (ar) or the n/t-weighted masked bound (mlm)."""
+    n = net.config.n
+    if net.config.mode == "ar":
+        logp = net(code, context)
+        return -logp.gather(2, code[:, :, None]).sum(dim=(1, 2)).mean()
+    batch = code.shape[0]
+    t = torch.randint(1, n + 1, (batch,), generator=generator).to(code.device)
+    scores = torch.rand(batch, n, generator=generator).to(code.device)
+    ranks = scores.argsort(dim=1).argsort(dim=1)
+    masked = ranks < t[:, None]
+    inp = torch.where(masked, torch.full_like(code, net.mask_token), code)
+    logp = net(inp, context).gather(2, code[:, :, None])[..., 0]
+    nll = -(logp * masked).sum(dim=1)
+    return (nll * n / t).mean()
+
+
+def held_out_nll(net: PermutationTransformer, code: torch.Tensor, context=None, nfe: int | None = None) -> float:
+    """Exact NLL (nats/permutation) of the contiguous sampler with ``nfe`` steps (default n)."""
+    if net.config.mode == "ar":
+        nfe = None
+    return float(-log_prob_codes(net, code, context=context, nfe=nfe).mean())
+
+
+def train(net: PermutationTransformer, code: torch.Tensor, config: TrainConfig, *,
+          context: torch.Tensor | None = None, generator: torch.Generator | None = None,
+          progress=None, log=None) -> dict:
+    """Adam(W) on the mode's loss; keeps the state with the best validation NLL.
+
+    ``code`` ``(m, n)`` training codes; ``context`` ``(m, k, d)`` or None.
+    Returns a history dict (``train_loss``, ``val_nll`` per epoch, ``best_epoch``).
+    """
+    m = code.shape[0]
+    n_val = int(round(m * config.val_fraction)) if m >= 20 else 0
+    perm = torch.randperm(m, generator=generator)
+    val_idx, train_idx = perm[:n_val], perm[n_val:]
+    opt = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    steps_per_epoch = max(1, math.ceil(len(train_idx) / config.batch_size))
+    total_steps = config.epochs * steps_per_epoch
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=config.lr, total_steps=total_steps,
+                                                pct_start=0.1, anneal_strategy="cos")
+    history = {"train_loss": [], "val_nll": [], "best_epoch": None}
+    best, best_state, since = math.inf, None, 0
+    epochs = range(config.epochs) if progress is None else progress(range(config.epochs))
+    for epoch in epochs:
+        net.train()
+        order = train_idx[torch.randperm(len(train_idx), generator=generator)]
+        running = 0.0
+        for s in range(steps_per_epoch):
+            idx = order[s * config.batch_size:(s + 1) * config.batch_size]
+            ctx = None if context is None else context[idx]
+            loss = training_loss(net, code[idx], ctx, generator)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            running += float(loss.detach()) * len(idx)
+        history["train_loss"].append(running / max(1, len(train_idx)))
+        if n_val:
+            val_ctx = None if context is None else context[val_idx]
+            val = held_out_nll(net, code[val_idx], val_ctx, config.val_nfe)
+            history["val_nll"].append(val)
+            if val < best - 1e-6:
+                best, since = val, 0
+                best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+                history["best_epoch"] = epoch
+            else:
+                since += 1
+            if log is not None:
+                log(f"epoch {epoch + 1}: train {history['train_loss'][-1]:.4f} val NLL {val:.4f}")
+            if since >= config.patience:
+                break
+        elif log is not None:
+            log(f"epoch {epoch + 1}: train {history['train_loss'][-1]:.4f}")
+    if best_state is not None:
+        net.load_state_dict(best_state)
+    return history
