@@ -96,7 +96,7 @@ Complete a partial ranking (items 3 then 7 on top) with a lehmer model:
 Re-rank movies: a conditional model on MovieLens training users, completions for test users
 whose order of the 3 most popular of their 10 movies is known (2, then 0, then 1):
 
-    cortexkit sample-permutations fit u.data --split train --n-items 10 --model ar \
+    cortexkit sample-permutations fit u.data --split train --n-items 10 --model ar \\
         --condition items -o ml.st
     cortexkit sample-permutations sample ml.st --items u.data --split test -n 32 --given 2,0,1 -o c.st
 
