@@ -1,0 +1,3 @@
+from cortexkit.cli.main import main
+
+main()

@@ -1,0 +1,78 @@
+"""cortexkit inspect: a YAML summary of any artifact."""
+
+from __future__ import annotations
+
+import click
+
+from cortexkit.cli.base import command
+
+MAN = {
+    "DESCRIPTION": """
+Read one artifact (a safetensors file, from a path or from stdin with -) and write a YAML
+summary: its kind, schema version, producer command line, resolved configuration, the other
+metadata keys, and for each tensor its name, dtype and shape, with min, max and mean for
+floating-point tensors (and the count of NaN values, if any) and min and max for integer ones.
+
+Every cortexkit command that writes an artifact can be piped into inspect. A safetensors file
+made elsewhere is summarised too (its kind is then null).
+""",
+    "EXAMPLES": """
+Summarise a file:
+
+    cortexkit inspect model.safetensors
+
+Look at what a pipeline produces without keeping it:
+
+    cortexkit convert table.csv - | cortexkit inspect -
+
+Pull one field out of the report with a YAML tool:
+
+    cortexkit inspect model.safetensors | yq .config
+""",
+    "FILES": """
+- FILE :: any safetensors file. cortexkit artifacts hold the metadata keys cortexkit.kind,
+cortexkit.version, cortexkit.producer and cortexkit.config (YAML); their tensors are described in
+the FILES section of the page of the command that wrote them.
+""",
+    "SEE ALSO": "cortexkit(1), cortexkit-convert(1)",
+}
+
+
+def summarise(artifact) -> dict:
+    """The YAML-able summary of an :class:`~cortexkit.formats.artifact.Artifact` of numpy arrays."""
+    import numpy as np
+
+    from cortexkit.formats.artifact import CONFIG, KIND, PRODUCER, VERSION
+
+    tensors = {}
+    for name in sorted(artifact.tensors):
+        array = artifact.tensors[name]
+        entry = {"dtype": str(array.dtype), "shape": list(array.shape)}
+        if array.size and np.issubdtype(array.dtype, np.floating):
+            finite = array[np.isfinite(array)]
+            nans = int(np.isnan(array).sum())
+            if finite.size:
+                entry.update(min=float(finite.min()), max=float(finite.max()),
+                             mean=float(finite.mean(dtype=np.float64)))
+            if nans:
+                entry["nan"] = nans
+        elif array.size and (np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_):
+            entry.update(min=int(array.min()), max=int(array.max()))
+        tensors[name] = entry
+    reserved = {KIND, VERSION, PRODUCER, CONFIG}
+    return {
+        "file": artifact.source,
+        "kind": artifact.kind,
+        "version": artifact.version,
+        "producer": artifact.producer,
+        "config": artifact.config,
+        "metadata": {k: v for k, v in sorted(artifact.metadata.items()) if k not in reserved},
+        "tensors": tensors,
+    }
+
+
+@command("inspect", output="report")
+@click.argument("file", metavar="FILE|-")
+def command(run, file):
+    """Summarise any artifact as YAML: kind, producer, config and every tensor."""
+    run.write_report(summarise(run.read_artifact(file, framework="np")))

@@ -1,0 +1,84 @@
+"""Shared fixtures: the installed ``cortexkit`` as a subprocess, and the shared data folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+def cortexkit_executable() -> str:
+    """The installed console script: beside this Python first, then on PATH."""
+    beside = Path(sys.executable).parent / "cortexkit"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("cortexkit")
+    if found is None:
+        pytest.fail("the cortexkit console script is not installed: run pip install -e '.[test]'")
+    return found
+
+
+def _env(extra: dict | None = None) -> dict:
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(cortexkit_executable()).parent), env.get("PATH", "")])
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.update(extra or {})
+    return env
+
+
+@pytest.fixture
+def cli():
+    """Run ``cortexkit ARGS...`` as a subprocess; stdout comes back as bytes, stderr as text."""
+
+    def run(*args, input: bytes | None = None, cwd=None, env=None, timeout=900):
+        proc = subprocess.run([cortexkit_executable(), *map(str, args)], input=input,
+                              capture_output=True, cwd=cwd, env=_env(env), timeout=timeout)
+        proc.stderr = proc.stderr.decode("utf-8", "replace")
+        return proc
+
+    return run
+
+
+@pytest.fixture
+def sh():
+    """Run a bash pipeline (``set -o pipefail``) with the installed cortexkit on PATH."""
+
+    def run(script: str, cwd=None, env=None, timeout=900):
+        proc = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True,
+                              cwd=cwd, env=_env(env), timeout=timeout)
+        proc.stderr = proc.stderr.decode("utf-8", "replace")
+        return proc
+
+    return run
+
+
+def assert_one_line_error(proc, command: str, *fragments: str, code: int = 1) -> None:
+    """The command failed with ``code``, one ``cortexkit CMD: error:`` line, no traceback."""
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"cortexkit {command}: error: "), lines[0]
+    assert "Traceback" not in proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """../shared/data, or skip: a user's clone has no shared data (CI always has it)."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data not found at {SHARED_DATA} (set CORTEXKIT_SHARED_DATA)")
+    return SHARED_DATA
+
+
+@pytest.fixture
+def one_line_error():
+    """:func:`assert_one_line_error` as a fixture (test modules do not import conftest)."""
+    return assert_one_line_error
