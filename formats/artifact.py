@@ -98,7 +98,9 @@ def _as_numpy(value: Any) -> tuple[str, np.ndarray]:
         if tensor.dtype == torch.bfloat16:
             return "BF16", tensor.view(torch.int16).numpy().view(np.uint16)
         value = tensor.numpy()
-    array = np.ascontiguousarray(np.asarray(value))
+    array = np.asarray(value)
+    if not array.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d into 1-d)
+        array = array.copy(order="C")
     tag = _TAG_OF_NUMPY.get(array.dtype.str.lstrip("<>|="))
     if tag is None:
         raise CortexError(f"cannot store dtype {array.dtype} in an artifact")

@@ -82,3 +82,8 @@ def shared_data() -> Path:
 def one_line_error():
     """:func:`assert_one_line_error` as a fixture (test modules do not import conftest)."""
     return assert_one_line_error
+
+
+@pytest.fixture
+def cortexkit_exe() -> str:
+    return cortexkit_executable()

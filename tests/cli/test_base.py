@@ -1,0 +1,92 @@
+"""The shared base on a toy tool: verbs, torch options, config precedence, errors, atomicity."""
+
+import os
+
+import click
+import pytest
+import torch
+import yaml
+from click.testing import CliRunner
+
+from cortexkit.cli.base import Failure, tool_group, verb
+from cortexkit.cli.main import describe
+from cortexkit.formats.artifact import decode
+from cortexkit.formats.errors import CortexError
+from cortexkit.formats.stdio import write_bytes
+
+toy = tool_group("toy", help="A toy tool for testing the base.")
+
+
+@verb(toy, "draw", output="artifact", torch_options=True)
+@click.option("-n", "--count", type=int, default=3)
+@click.option("--scale", type=float, default=1.0)
+def draw(run, count, scale):
+    """Draw COUNT normal numbers."""
+    if count <= 0:
+        raise CortexError("--count must be positive")
+    values = torch.randn(count, generator=run.torch_generator()) * scale
+    run.detail(f"drew {count}")
+    run.write_artifact({"values": values}, kind="toy-draws", metadata={"count": count})
+
+
+@verb(toy, "crash", output="report")
+def crash(run):
+    """Fail with an unexpected error."""
+    raise RuntimeError("boom")
+
+
+def invoke(*args):
+    return CliRunner().invoke(toy, list(args), prog_name="cortexkit toy", catch_exceptions=True)
+
+
+def test_verb_writes_artifact_with_producer_config_and_seed(tmp_path):
+    out = tmp_path / "a.safetensors"
+    result = invoke("draw", "-n", "4", "--seed", "7", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    artifact = decode(out.read_bytes(), "a", framework="pt")
+    assert artifact.kind == "toy-draws" and artifact.meta_json("count") == 4
+    assert artifact.config == {"count": 4, "scale": 1.0, "seed": 7, "device": "auto",
+                               "threads": 0}
+    expected = torch.randn(4, generator=torch.Generator().manual_seed(7))
+    assert torch.equal(artifact.tensors["values"], expected)
+    again = tmp_path / "b.safetensors"
+    invoke("draw", "-n", "4", "--seed", "7", "-o", str(again))
+    other = tmp_path / "c.safetensors"
+    invoke("draw", "-n", "4", "--seed", "8", "-o", str(other))
+    assert decode(again.read_bytes()).tensors["values"].tobytes() == \
+        decode(out.read_bytes()).tensors["values"].tobytes()
+    assert decode(other.read_bytes()).tensors["values"].tobytes() != \
+        decode(out.read_bytes()).tensors["values"].tobytes()
+
+
+def test_config_file_and_command_line_precedence(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("count: 5\nscale: 2.5\n")
+    result = invoke("draw", "--config", str(cfg), "--scale", "3", "--print-config")
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.output) == {"count": 5, "scale": 3.0, "seed": 0,
+                                             "device": "auto", "threads": 0}
+    cfg.write_text("count: many\n")
+    result = invoke("draw", "--config", str(cfg), "-o", str(tmp_path / "x"))
+    assert result.exit_code == 2 and not (tmp_path / "x").exists()
+
+
+def test_errors_become_failures_tagged_with_the_command():
+    result = invoke("draw", "-n", "0", "-o", "unused")
+    assert isinstance(result.exception, Failure)
+    assert result.exception.command_path == "cortexkit toy draw"
+    assert describe(result.exception.error) == "--count must be positive"
+    result = invoke("crash")
+    assert describe(result.exception.error).startswith("internal error: RuntimeError: boom")
+
+
+def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
+    target = tmp_path / "out.bin"
+
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_bytes(target, b"x" * 1000)
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,48 @@
+"""--help must answer fast: no torch (nor numpy) import on the way to any help text."""
+
+import subprocess
+import sys
+
+import click
+
+from cortexkit.cli import main as entry
+
+HEAVY = ("torch", "numpy", "scipy", "safetensors")
+
+
+def all_help_invocations() -> list[list[str]]:
+    ctx = click.Context(entry.cli, info_name="cortexkit")
+    invocations = [["--help"]]
+    for name in entry.cli.list_commands(ctx):
+        invocations.append([name, "--help"])
+        command = entry.cli.get_command(ctx, name)
+        if isinstance(command, click.Group):
+            sub = click.Context(command, info_name=name, parent=ctx)
+            invocations += [[name, verb, "--help"] for verb in command.list_commands(sub)]
+    return invocations
+
+
+def test_every_help_text_imports_no_heavy_module():
+    script = f"""
+import sys
+from cortexkit.cli.main import main
+for args in {all_help_invocations()!r}:
+    try:
+        main(args)
+    except SystemExit as exit:
+        assert exit.code in (0, None), (args, exit.code)
+heavy = [m for m in {HEAVY!r} if m in sys.modules]
+assert not heavy, heavy
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_importtime_of_top_level_help_shows_no_torch(cortexkit_exe):
+    proc = subprocess.run([sys.executable, "-X", "importtime", cortexkit_exe, "--help"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    imported = [line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+                if line.startswith("import time:")]
+    assert "cortexkit.cli.main" in imported
+    assert not [m for m in imported if m.split(".")[0] in HEAVY], imported
