@@ -97,20 +97,36 @@ def simulate_chunk(spec: SimulatorSpec, theta: torch.Tensor, seed: int, first_in
         np.random.seed(seed % 2**32)
         return _as_x(load_callable(spec.target)(theta.clone()), n, where)
     env = dict(os.environ, CORTEXKIT_SEED=str(seed), CORTEXKIT_FIRST_INDEX=str(first_index))
+    # own process group, so a hung program and everything it started can be ended together
+    proc = subprocess.Popen(spec.target, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, start_new_session=True)
     try:
-        proc = subprocess.run(spec.target, shell=True, input=encode(theta), capture_output=True,
-                              timeout=timeout, env=env)
+        stdout, stderr = proc.communicate(encode(theta), timeout=timeout)
     except subprocess.TimeoutExpired:
+        _kill_group(proc)
         raise RuntimeError(f"{where}: simulator command timed out after {timeout:g} s (--timeout)") from None
+    except BaseException:
+        _kill_group(proc)
+        raise
     if proc.returncode != 0:
-        tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        tail = stderr.decode("utf-8", "replace").strip().splitlines()
         why = f": {tail[-1]}" if tail else ""
         raise RuntimeError(f"{where}: simulator command exited with status {proc.returncode}{why}")
     try:
-        x = decode(proc.stdout)
+        x = decode(stdout)
     except Exception as err:  # noqa: BLE001 - whatever the program wrote, say it plainly
         raise ValueError(f"{where}: simulator command did not write a safetensors with tensor 'x' on stdout ({err})") from None
     return _as_x(x, n, where)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.communicate()
 
 
 def _pool_worker(args):
