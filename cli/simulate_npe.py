@@ -601,9 +601,7 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
             prior, hf_simulator, x_o, hf_budget, pretrained=pre if multifidelity else None, flow_cfg=flow_cfg,
             ensemble_size=n_members, active_fraction=active, rounds=rounds, quantile=quantile,
             truncation_samples=truncation_samples, candidates=candidates or None, train_cfg=base, seed=seed,
-            on_round=on_round, on_epoch=on_epoch)
-        if multifidelity and not refit:
-            pass  # members keep the LF x-statistics (sbi does not rebuild them)
+            refit_x_stats=refit, on_round=on_round, on_epoch=on_epoch)
         history["rounds"] = [{"n": int(r.theta.shape[0]), "acquired": int(r.acquired.sum()), "invalid": r.n_invalid,
                               "acceptance": r.acceptance, "tau": None if math.isnan(r.tau) else r.tau,
                               "train": r.train} for r in records]

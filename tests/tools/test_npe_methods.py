@@ -150,6 +150,8 @@ def test_a_mf_tsnpe_rounds():
     assert calls == [10] * 5
     assert [int(r.acquired.sum()) for r in recs] == [0, 2, 2, 2, 2]
     assert len(post.members) == 3 and all(len(r.train) == 3 for r in recs)
+    # MF-TSNPE keeps the pretrained flow's LF x-statistics
+    assert all(torch.equal(m.standardizer.mean, pre.standardizer.mean) for m in post.members)
     assert all(task.prior.in_support(r.theta).all() for r in recs)
     assert all(math.isfinite(r.tau) for r in recs[:-1]) and math.isnan(recs[-1].tau)
     # members start equal (same pretrained copy) and drift apart only through their data order

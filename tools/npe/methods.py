@@ -185,9 +185,12 @@ def run_sequential(prior: Prior, simulator: Simulator, x_o: torch.Tensor, n_hf: 
                    pretrained: PosteriorEstimator | None = None, flow_cfg: FlowConfig = FlowConfig(),
                    ensemble_size: int = 1, active_fraction: float = 0.0, rounds: int = 5,
                    quantile: float = 1e-6, truncation_samples: int = 10**6, candidates: int | None = None,
-                   train_cfg: TrainConfig | None = None, seed: int = 0, on_round=None, on_epoch=None):
+                   train_cfg: TrainConfig | None = None, seed: int = 0, refit_x_stats: bool = False,
+                   on_round=None, on_epoch=None):
     """TSNPE (pretrained None), MF-TSNPE (pretrained given) or A-MF-TSNPE (ensemble_size > 1,
-    active_fraction 0.2). x_o (x_dim,). Returns (EnsemblePosterior, [RoundRecord])."""
+    active_fraction 0.2). x_o (x_dim,). A pretrained flow keeps its LF x-statistics unless
+    ``refit_x_stats`` (then they are re-fitted on the first round's HF data). Returns
+    (EnsemblePosterior, [RoundRecord])."""
     train_cfg = train_cfg or TrainConfig(lr=LR_FINETUNE)
     if ensemble_size > 1 and pretrained is None:
         raise ValueError("an ensemble needs a pretrained flow to initialise its members")
@@ -225,6 +228,9 @@ def run_sequential(prior: Prior, simulator: Simulator, x_o: torch.Tensor, n_hf: 
             m = PosteriorEstimator(prior, x_all.shape[1], flow_cfg)
             m.standardizer.fit(x_all)
             members = [m]
+        elif r == 0 and refit_x_stats:
+            for m in members:
+                m.standardizer.fit(x_all)
         for i, m in enumerate(members):
             h = train(m, theta_all, x_all, train_cfg, _generator(seed * 1000 + 97 * r + i + 1), on_epoch)
             rec.train.append(h.summary())
