@@ -180,9 +180,11 @@ def summarize(args):
         if r.get("phase") == "pretrain":
             continue
         key = (r["method"], r["tool"], r["n_hf"])
-        g = groups.setdefault(key, {"c2st": [], "cpu": [], "seeds": set(), "obs": set()})
+        g = groups.setdefault(key, {"c2st": [], "cpu": [], "epochs": [], "seeds": set(), "obs": set()})
         g["c2st"] += r["rf_c2st"]
         g["cpu"].append(r["train_cpu_s"])
+        if "epochs" in r:
+            g["epochs"].append(r["epochs"])
         g["seeds"].add(r["seed"])
         if "observation" in r:
             g["obs"].add(r["observation"])
@@ -192,7 +194,8 @@ def summarize(args):
         ref = (PAPER_SIR if args.task == "sir" else OFFICIAL).get((method, n_hf))
         table.append({"method": method, "tool": tool, "n_hf": n_hf, "rf_c2st_mean": round(s["mean"], 4),
                       "ci95": round(s["ci95"], 4), "n": s["n"], "seeds": sorted(g["seeds"]),
-                      "paper_mean": ref, "mean_train_cpu_s": round(sum(g["cpu"]) / len(g["cpu"]), 2)})
+                      "paper_mean": ref, "mean_train_cpu_s": round(sum(g["cpu"]) / len(g["cpu"]), 2),
+                      "cpu_s_per_epoch": round(sum(g["cpu"]) / sum(g["epochs"]), 4) if g["epochs"] else None})
     # ratios: ours vs sbi on the same budgets
     ratios = []
     for n_hf in sorted({t["n_hf"] for t in table}):
@@ -203,10 +206,28 @@ def summarize(args):
                     continue
                 ratios.append({"n_hf": n_hf, "ours": ours_key[0], "anchor": f"{sbi_key[0]} ({sbi_key[1]})",
                                "c2st_ours_minus_anchor": round(at[ours_key]["rf_c2st_mean"] - at[sbi_key]["rf_c2st_mean"], 4),
-                               "train_time_ratio_ours_over_anchor": round(at[ours_key]["mean_train_cpu_s"] / max(at[sbi_key]["mean_train_cpu_s"], 1e-9), 3)})
+                               "train_time_ratio_ours_over_anchor": round(at[ours_key]["mean_train_cpu_s"] / max(at[sbi_key]["mean_train_cpu_s"], 1e-9), 3),
+                               "per_epoch_time_ratio": round(at[ours_key]["cpu_s_per_epoch"] / at[sbi_key]["cpu_s_per_epoch"], 3)
+                               if at[ours_key]["cpu_s_per_epoch"] and at[sbi_key]["cpu_s_per_epoch"] else None})
+    # HF-efficiency: smallest N_HF whose mean C2ST reaches the threshold (log-linear interpolation)
+    threshold = 0.70 if args.task == "sir" else 0.65
+    efficiency = []
+    for key in sorted({(t["method"], t["tool"]) for t in table}):
+        curve = sorted((t["n_hf"], t["rf_c2st_mean"]) for t in table if (t["method"], t["tool"]) == key)
+        reach = None
+        if curve and curve[0][1] <= threshold:
+            reach = f"<= {curve[0][0]}"
+        for (n0, c0), (n1, c1) in zip(curve, curve[1:]):
+            if reach is None and c0 > threshold >= c1:
+                import math as _m
+
+                frac = (c0 - threshold) / (c0 - c1)
+                reach = round(10 ** (_m.log10(n0) + frac * (_m.log10(n1) - _m.log10(n0))), 1)
+        efficiency.append({"method": key[0], "tool": key[1], "threshold": threshold,
+                           "n_hf_to_reach": reach if reach is not None else f"> {curve[-1][0]}"})
     out = {"benchmark": f"simulate-npe {args.task}", "metric": "RF-C2ST, 1000 vs 1000 samples, 5-fold, seed 1",
            "train_time": "CPU seconds of the training call (time.process_time), one torch thread",
-           "threads": 1, "rows": table, "ratios": ratios}
+           "threads": 1, "rows": table, "ratios": ratios, "hf_efficiency": efficiency}
     text = yaml.safe_dump(out, sort_keys=False)
     if args.yaml:
         Path(args.yaml).write_text(text)
