@@ -18,6 +18,7 @@ COMMANDS = {
     "inspect": "cortexkit.cli.inspect:command",
     "convert": "cortexkit.cli.convert:command",
     "simulate-npe": "cortexkit.cli.simulate_npe:group",
+    "dp-fairness-train": "cortexkit.cli.dp_fairness_train:group",
 }
 
 

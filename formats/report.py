@@ -19,8 +19,8 @@ def plain(obj: Any) -> Any:
         return [plain(v) for v in obj]
     if isinstance(obj, (str, bool, int)) or obj is None:
         return obj
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else (None if math.isnan(obj) else obj)
+    if isinstance(obj, float):  # np.float64 is a float subclass that safe_dump cannot write
+        return float(obj) if not math.isnan(obj) else None
     if isinstance(obj, os.PathLike):
         return os.fspath(obj)
     tolist = getattr(obj, "tolist", None)  # numpy arrays and scalars, torch tensors

@@ -31,8 +31,8 @@ def sniff(data: bytes) -> str:
     return "csv"
 
 
-def read_csv(data: bytes, name: str) -> tuple[np.ndarray, list[str]]:
-    """(array (rows, columns), column names) from CSV bytes with a header row."""
+def _csv_rows(data: bytes, name: str) -> tuple[list[str], list[list[str]]]:
+    """(header, body rows with stripped cells) from CSV bytes; every row as wide as the header."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -47,7 +47,13 @@ def read_csv(data: bytes, name: str) -> tuple[np.ndarray, list[str]]:
         if len(row) != len(header):
             raise CortexError(f"{name}: line {number} has {len(row)} fields, the header has "
                               f"{len(header)}")
-    cells = np.array([[c.strip() for c in row] for row in body], dtype=str)
+    return header, [[cell.strip() for cell in row] for row in body]
+
+
+def read_csv(data: bytes, name: str) -> tuple[np.ndarray, list[str]]:
+    """(array (rows, columns), column names) from CSV bytes with a header row."""
+    header, body = _csv_rows(data, name)
+    cells = np.array(body, dtype=str)
     try:
         return cells.astype(np.int64), header
     except (ValueError, OverflowError):
@@ -119,3 +125,17 @@ def write_npz(arrays: dict[str, np.ndarray]) -> bytes:
     out = io.BytesIO()
     np.savez(out, **arrays)
     return out.getvalue()
+
+
+def read_csv_columns(data: bytes, name: str) -> tuple[list[str], dict[str, list[str]]]:
+    """(header, column -> list of cell strings) from CSV bytes with a header row.
+
+    Unlike :func:`read_csv` nothing is converted: mixed tables (numbers and categories) are for
+    the tool that reads them to encode. Cells are stripped of surrounding blanks.
+    """
+    header, body = _csv_rows(data, name)
+    if len(set(header)) != len(header):
+        dup = sorted({h for h in header if header.count(h) > 1})
+        raise CortexError(f"{name}: CSV header repeats column name(s) {dup}")
+    columns = {h: [row[j] for row in body] for j, h in enumerate(header)}
+    return header, columns

@@ -1,0 +1,223 @@
+"""Privacy accounting for RaCO-DP with Google's dp-accounting PLD accountant.
+
+One RaCO-DP step releases two things about the same Poisson batch (rate ``q``):
+
+* the clipped gradient sum plus Gaussian noise of standard deviation ``sigma * C``
+  (sensitivity ``C``, so noise multiplier ``sigma``);
+* the soft histogram ``H[cell, class]`` plus i.i.d. Laplace noise in every cell
+  (L1 sensitivity 1 under add/remove adjacency).
+
+**Laplace convention.**  Everywhere in cortexkit the Laplace parameter is ``laplace_b``,
+the *inverse scale*: each histogram cell gets ``Laplace(0, scale = 1 / laplace_b)`` noise,
+so ``laplace_b`` is the pure epsilon of one un-subsampled histogram release.  This is the
+convention of the official RaCO-DP code (``from_laplace_mechanism(parameter=1/b)``);
+the paper's Theorem 4.1 writes ``b`` for the scale instead.
+
+The T-fold composition of the Poisson-subsampled Gaussian is composed with the T-fold
+composition of the Poisson-subsampled Laplace (two independently subsampled mechanisms: RaCO-DP
+draws the histogram's Poisson batch independently of the gradient's by default, so this is exact;
+the paper's shared batch makes a jointly subsampled pair, which this under-states), with the PLD
+accountant (Doroshenko et al. connect-the-dots,
+pessimistic estimates).  Adjacency: add/remove one record.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, asdict
+
+ACCOUNTANT_NAME = "dp_accounting.pld (connect-the-dots, pessimistic), add/remove adjacency"
+LAPLACE_CONVENTION = (
+    "laplace_b is the inverse scale: every histogram cell gets Laplace(0, scale=1/laplace_b) noise; "
+    "laplace_b is the per-step pure epsilon of the un-subsampled histogram (L1 sensitivity 1)"
+)
+
+# Upper end of the step search; the official code's MAX_STEPS.
+DEFAULT_MAX_STEPS = 5000
+
+
+def _pld():
+    # dp_accounting imports absl/scipy: keep it out of module import time.
+    from dp_accounting.pld import privacy_loss_distribution
+    return privacy_loss_distribution
+
+
+@functools.lru_cache(maxsize=64)
+def _gaussian_step(sigma: float, sampling_rate: float):
+    """PLD of one Poisson-subsampled Gaussian step (building it is the slow part: cache it)."""
+    return _pld().from_gaussian_mechanism(
+        sigma, sensitivity=1.0, sampling_prob=sampling_rate, use_connect_dots=True)
+
+
+@functools.lru_cache(maxsize=64)
+def _laplace_step(laplace_b: float, sampling_rate: float):
+    """PLD of one Poisson-subsampled Laplace histogram release, scale 1 / laplace_b."""
+    return _pld().from_laplace_mechanism(
+        1.0 / laplace_b, sensitivity=1.0, sampling_prob=sampling_rate, use_connect_dots=True)
+
+
+def _check_args(sigma: float, laplace_b: float | None, sampling_rate: float, delta: float) -> None:
+    if not (0.0 < sampling_rate <= 1.0):
+        raise ValueError(f"sampling rate q must be in (0, 1], got {sampling_rate}")
+    if not (0.0 < delta < 1.0):
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    if not (sigma >= 0.0) or math.isnan(sigma):
+        raise ValueError(f"sigma must be >= 0, got {sigma}")
+    if laplace_b is not None and (not (laplace_b > 0.0) or math.isnan(laplace_b)):
+        raise ValueError(f"laplace_b (inverse Laplace scale) must be > 0 (inf: no noise), got {laplace_b}")
+
+
+def privacy_loss_distribution(sigma: float, laplace_b: float | None, sampling_rate: float, steps: int):
+    """PLD of ``steps`` RaCO-DP steps, or None when the release is not private (infinite epsilon).
+
+    ``laplace_b=None`` means no histogram is released (no constraints: plain DP-SGD).
+    ``sigma`` is the Gaussian noise multiplier (std / clip norm).
+    """
+    if sigma == 0.0:
+        return None
+    if laplace_b is not None and math.isinf(laplace_b):
+        return None
+    total = _gaussian_step(float(sigma), float(sampling_rate)).self_compose(steps)
+    if laplace_b is not None:
+        total = total.compose(_laplace_step(float(laplace_b), float(sampling_rate)).self_compose(steps))
+    return total
+
+
+def epsilon_spent(sigma: float, laplace_b: float | None, sampling_rate: float, steps: int,
+                  delta: float) -> float:
+    """Epsilon at ``delta`` after ``steps`` steps (0 steps: 0; non-private: inf)."""
+    _check_args(sigma, laplace_b, sampling_rate, delta)
+    if steps < 0:
+        raise ValueError(f"steps must be >= 0, got {steps}")
+    if steps == 0:
+        return 0.0
+    pld = privacy_loss_distribution(sigma, laplace_b, sampling_rate, steps)
+    if pld is None:
+        return math.inf
+    return float(pld.get_epsilon_for_delta(delta))
+
+
+def epsilon_parts(sigma: float, laplace_b: float | None, sampling_rate: float, steps: int,
+                  delta: float) -> dict:
+    """Epsilon of the whole run and of each mechanism alone (for reports)."""
+    out = {"total": epsilon_spent(sigma, laplace_b, sampling_rate, steps, delta),
+           "gaussian_only": epsilon_spent(sigma, None, sampling_rate, steps, delta)}
+    if laplace_b is not None:
+        if steps == 0:
+            out["laplace_only"] = 0.0
+        elif math.isinf(laplace_b):
+            out["laplace_only"] = math.inf
+        else:
+            pld = _laplace_step(float(laplace_b), float(sampling_rate)).self_compose(steps)
+            out["laplace_only"] = float(pld.get_epsilon_for_delta(delta))
+    return out
+
+
+def max_steps(sigma: float, laplace_b: float | None, sampling_rate: float, epsilon: float,
+              delta: float, cap: int = DEFAULT_MAX_STEPS) -> int:
+    """Largest T <= cap with epsilon_spent(T) <= epsilon (doubling, then bisection); 0 if none."""
+    _check_args(sigma, laplace_b, sampling_rate, delta)
+    if not (epsilon > 0):
+        raise ValueError(f"epsilon must be > 0, got {epsilon}")
+
+    def fits(t: int) -> bool:
+        return epsilon_spent(sigma, laplace_b, sampling_rate, t, delta) <= epsilon
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, 2
+    while hi <= cap and fits(hi):
+        lo, hi = hi, hi * 2
+    if hi > cap:
+        if fits(cap):
+            return cap
+        hi = cap
+    # invariant: fits(lo), not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def calibrate_sigma(laplace_b: float | None, sampling_rate: float, steps: int, epsilon: float,
+                    delta: float, tol: float = 1e-3) -> float:
+    """Smallest Gaussian multiplier sigma (to relative ``tol``) with epsilon_spent <= epsilon.
+
+    Raises ValueError when the Laplace part alone already exceeds the budget.
+    """
+    _check_args(1.0, laplace_b, sampling_rate, delta)
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    if laplace_b is not None:
+        lap = epsilon_parts(1.0, laplace_b, sampling_rate, steps, delta)["laplace_only"]
+        if lap >= epsilon:
+            raise ValueError(
+                f"the histogram alone (laplace_b {laplace_b:g}, q {sampling_rate:.4g}, T {steps}) spends "
+                f"epsilon {lap:.3f} >= the target {epsilon:g}: lower --laplace-b or --steps")
+
+    def eps(s: float) -> float:
+        return epsilon_spent(s, laplace_b, sampling_rate, steps, delta)
+
+    lo, hi = 0.0, 1.0
+    while eps(hi) > epsilon:
+        lo, hi = hi, hi * 2.0
+        if hi > 1e4:
+            raise ValueError("no sigma <= 1e4 reaches the target epsilon")
+    while (hi - lo) > tol * hi:
+        mid = 0.5 * (lo + hi)
+        if eps(mid) <= epsilon:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+@dataclass
+class PrivacyLedger:
+    """What a run spent; stored in the model and written in reports."""
+    sigma: float               # Gaussian noise multiplier (std = sigma * clip_norm)
+    clip_norm: float           # per-example gradient clip C (inf: no clipping)
+    laplace_b: float | None    # inverse Laplace scale (None: no histogram released)
+    sampling_rate: float       # Poisson rate q
+    expected_batch_size: float # q * n_train
+    steps: int                 # T
+    delta: float
+    epsilon_spent: float       # PLD epsilon at delta for (sigma, laplace_b, q, T)
+    epsilon_target: float | None = None
+    epsilon_gaussian_only: float | None = None
+    epsilon_laplace_only: float | None = None
+    accountant: str = ACCOUNTANT_NAME
+    histogram_batch: str = "independent"  # "shared": the paper's batch, epsilon not a proven bound
+    laplace_convention: str = LAPLACE_CONVENTION
+
+    @property
+    def laplace_scale(self) -> float | None:
+        if self.laplace_b is None:
+            return None
+        return 0.0 if math.isinf(self.laplace_b) else 1.0 / self.laplace_b
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["laplace_scale"] = self.laplace_scale
+        d["private"] = bool(math.isfinite(self.epsilon_spent))
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "PrivacyLedger":
+        keys = cls.__dataclass_fields__.keys()
+        return cls(**{k: v for k, v in d.items() if k in keys})
+
+
+def make_ledger(sigma: float, clip_norm: float, laplace_b: float | None, sampling_rate: float,
+                n_train: int, steps: int, delta: float, epsilon_target: float | None = None) -> PrivacyLedger:
+    parts = epsilon_parts(sigma, laplace_b, sampling_rate, steps, delta)
+    return PrivacyLedger(
+        sigma=float(sigma), clip_norm=float(clip_norm),
+        laplace_b=None if laplace_b is None else float(laplace_b),
+        sampling_rate=float(sampling_rate), expected_batch_size=float(sampling_rate * n_train),
+        steps=int(steps), delta=float(delta), epsilon_spent=parts["total"],
+        epsilon_target=epsilon_target, epsilon_gaussian_only=parts["gaussian_only"],
+        epsilon_laplace_only=parts.get("laplace_only"))
