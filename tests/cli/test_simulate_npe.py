@@ -229,5 +229,6 @@ def test_figure4_smoke_mf_npe_beats_npe_on_the_paper_ou_data(cli, shared_data, t
             assert p.returncode == 0, p.stderr
             c2st[method] += [r["rf_c2st"] for r in yaml.safe_load(p.stdout)["per_observation"]]
     npe, mf = sum(c2st["npe"]) / 6, sum(c2st["mf-npe"]) / 6
+    print(f"figure-4 smoke: NPE {npe:.3f}, MF-NPE {mf:.3f}", c2st)
     assert mf < npe, c2st
     assert npe < 0.95 and mf < 0.9, c2st
