@@ -17,6 +17,7 @@ from cortexkit.formats.errors import CortexError
 COMMANDS = {
     "inspect": "cortexkit.cli.inspect:command",
     "convert": "cortexkit.cli.convert:command",
+    "simulate-npe": "cortexkit.cli.simulate_npe:group",
     "dp-fairness-train": "cortexkit.cli.dp_fairness_train:group",
     "sample-permutations": "cortexkit.cli.sample_permutations:group",
 }

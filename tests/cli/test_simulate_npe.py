@@ -1,0 +1,234 @@
+"""cortexkit simulate-npe through the installed command: pipelines, shards, external simulators, bad input."""
+import sys
+import textwrap
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+TOOL = "simulate-npe"
+TINY = ["--transforms", "1", "--bins", "4", "--hidden", "16", "--depth", "1", "--max-epochs", "4", "--threads", "1"]
+PRIOR = textwrap.dedent("""\
+    - {name: a, dist: uniform, low: 0.0, high: 1.0}
+    - {name: b, dist: lognormal, loc: 0.0, scale: 0.5}
+    """)
+# An external simulator: theta artifact on stdin, x on stdout; behaviour steered by MODE.
+EXTERNAL = textwrap.dedent("""\
+    import os, sys, time
+    import numpy as np
+    from safetensors.numpy import load, save
+    theta = load(sys.stdin.buffer.read())["theta"]
+    first = int(os.environ["CORTEXKIT_FIRST_INDEX"])
+    mode = os.environ.get("MODE", "ok")
+    if mode == "crash" and first >= 20:
+        sys.exit("boom: solver diverged")
+    if mode == "hang" and first >= 10:
+        time.sleep(60)
+    x = np.stack([theta[:, 0] + theta[:, 1], theta[:, 0] * theta[:, 1], theta[:, 1] ** 2], 1)
+    if mode == "shape" and first >= 10:
+        x = x[:, :2]
+    sys.stdout.buffer.write(save({"x": np.ascontiguousarray(x, dtype=np.float32)}))
+    """)
+
+
+@pytest.fixture
+def work(tmp_path):
+    (tmp_path / "prior.yaml").write_text(PRIOR)
+    (tmp_path / "extsim.py").write_text(EXTERNAL)
+    (tmp_path / "nansim.py").write_text(textwrap.dedent("""\
+        import torch
+        def simulate(theta):
+            x = torch.cat([theta, theta.sum(1, keepdim=True)], 1)
+            x[theta[:, 0] > 0.7] = float("nan")
+            return x
+        """))
+    return tmp_path
+
+
+def sims(path):
+    return load_file(str(path))
+
+
+def test_simulate_is_deterministic_and_shards_merge_to_the_whole(cli, work):
+    common = ["simulate", "--task", "ou", "-n", "55", "--chunk-size", "10", "--seed", "3"]
+    (work / "again").mkdir()
+    whole = cli(TOOL, *common, "-o", "all.st", cwd=work)
+    assert whole.returncode == 0, whole.stderr
+    assert cli(TOOL, *common, "-o", "all.st", cwd=work / "again").returncode == 0
+    assert (work / "all.st").read_bytes() == (work / "again" / "all.st").read_bytes()
+    for i in range(3):
+        p = cli(TOOL, *common, "--shard", f"{i}/3", "-o", work / f"s{i}.st")
+        assert p.returncode == 0, p.stderr
+    # merge in scrambled order: the result is in run order
+    m = cli(TOOL, "merge", work / "s2.st", work / "s0.st", work / "s1.st", "-o", work / "merged.st")
+    assert m.returncode == 0, m.stderr
+    a, b = sims(work / "all.st"), sims(work / "merged.st")
+    for key in ("theta", "x", "index"):
+        assert torch.equal(a[key], b[key]), key
+    assert a["x"].shape == (55, 10) and a["index"].tolist() == list(range(55))
+    dup = cli(TOOL, "merge", work / "s0.st", work / "s0.st", "-o", work / "dup.st")
+    assert dup.returncode == 1 and "more than one input" in dup.stderr and not (work / "dup.st").exists()
+
+
+def test_workers_give_the_same_numbers(cli, work):
+    common = ["simulate", "--task", "sir", "--fidelity", "lf", "-n", "40", "--chunk-size", "10", "--seed", "1"]
+    assert cli(TOOL, *common, "-o", work / "w1.st").returncode == 0
+    p = cli(TOOL, *common, "--workers", "2", "-o", work / "w2.st")
+    assert p.returncode == 0, p.stderr
+    assert torch.equal(sims(work / "w1.st")["x"], sims(work / "w2.st")["x"])
+
+
+def test_external_program_simulator_in_a_pipe(sh, work):
+    p = sh(f"cortexkit {TOOL} simulate --prior prior.yaml -n 30 --chunk-size 8 --workers 2 --seed 5 "
+           f"--simulator-cmd '{sys.executable} extsim.py' | cortexkit inspect -", cwd=work)
+    assert p.returncode == 0, p.stderr
+    assert b"kind: npe-simulations" in p.stdout and b"shape: [30, 3]" in p.stdout
+    p = sh(f"cortexkit {TOOL} simulate --prior prior.yaml -n 30 --chunk-size 8 --seed 5 "
+           f"--simulator-cmd '{sys.executable} extsim.py' -o ext.st", cwd=work)
+    d = sims(work / "ext.st")
+    th = d["theta"]
+    assert torch.allclose(d["x"], torch.stack([th[:, 0] + th[:, 1], th[:, 0] * th[:, 1], th[:, 1] ** 2], 1))
+    assert (th[:, 0] >= 0).all() and (th[:, 0] <= 1).all() and (th[:, 1] > 0).all()
+
+
+@pytest.mark.parametrize("mode, fragment, kept", [
+    ("crash", "simulations 20..29: simulator command exited with status 1: boom: solver diverged", 20),
+    ("hang", "simulations 10..19: simulator command timed out after 8 s", 10),
+    ("shape", "simulations 10..19: simulator returned x of dimension 2, earlier chunks had 3", 10),
+])
+def test_failing_simulator_gives_one_line_and_keeps_finished_work(cli, work, one_line_error, mode, fragment, kept):
+    out = work / "out.st"
+    timeout = ["--timeout", "8"] if mode == "hang" else []
+    p = cli(TOOL, "simulate", "--prior", work / "prior.yaml", "-n", "40", "--chunk-size", "10", *timeout,
+            "--simulator-cmd", f"{sys.executable} {work / 'extsim.py'}", "-o", out, env={"MODE": mode})
+    one_line_error(p, f"{TOOL} simulate", fragment, f"kept in {out}.partial")
+    assert not out.exists()
+    part = sims(f"{out}.partial")
+    assert part["theta"].shape[0] == kept and part["index"].tolist() == list(range(kept))
+
+
+def test_invalid_simulations_are_dropped_and_counted(cli, work):
+    p = cli(TOOL, "simulate", "--prior", work / "prior.yaml", "-n", "100", "--seed", "2",
+            "--simulator", "nansim:simulate", "-o", work / "nan.st", env={"PYTHONPATH": str(work)})
+    assert p.returncode == 0, p.stderr
+    d = sims(work / "nan.st")
+    n_bad = 100 - d["theta"].shape[0]
+    assert 15 < n_bad < 45 and (d["theta"][:, 0] <= 0.7).all()
+    assert f"dropped {n_bad} of 100" in p.stderr
+    meta = cli("inspect", work / "nan.st").stdout.decode()
+    assert f"npe.n_invalid: '{n_bad}'" in meta
+
+
+def test_train_sample_score_evaluate_pipeline(cli, sh, work):
+    assert cli(TOOL, "simulate", "--task", "ou", "--fidelity", "lf", "-n", "300", "--seed", "1", "-o", work / "lf.st").returncode == 0
+    assert cli(TOOL, "simulate", "--task", "ou", "-n", "60", "--seed", "2", "-o", work / "hf.st").returncode == 0
+    assert cli(TOOL, "simulate", "--task", "ou", "-n", "3", "--seed", "9", "-o", work / "obs.st").returncode == 0
+    train = [TOOL, "train", "--method", "mf-npe", "--lf", work / "lf.st", "--hf", work / "hf.st", "--seed", "4", *TINY]
+    (work / "again").mkdir()
+    p = cli(*train, "-o", "post.st", cwd=work)
+    assert p.returncode == 0, p.stderr
+    assert cli(*train, "-o", "post.st", cwd=work / "again").returncode == 0
+    assert (work / "post.st").read_bytes() == (work / "again" / "post.st").read_bytes()
+    # samples for x of the observation file, then their C2ST against themselves-with-noise is a valid report
+    p = sh(f"cortexkit {TOOL} sample post.st --x-o obs.st -n 200 --seed 1 -o samples.st && "
+           f"cortexkit {TOOL} sample post.st --x-o obs.st -n 200 --seed 2 "
+           f"| cortexkit {TOOL} evaluate samples.st --reference - --metrics rf-c2st,mmd", cwd=work)
+    assert p.returncode == 0, p.stderr
+    import yaml
+
+    rep = yaml.safe_load(p.stdout)
+    assert rep["samples"] == {"n_observations": 3, "n_samples": 200, "n_reference": 200}
+    assert 0.35 < rep["summary"]["rf_c2st"]["mean"] < 0.65  # two draws of the same posterior
+    s = sims(work / "samples.st")
+    assert s["theta"].shape == (3, 200, 2)
+    assert ((s["theta"][..., 0] >= 0.1) & (s["theta"][..., 0] <= 3.0)).all()
+    # score: log q of the HF pairs, matching an in-process reload bit for bit
+    assert cli(TOOL, "score", work / "post.st", work / "hf.st", "-o", work / "lp.st").returncode == 0
+    from cortexkit.formats.artifact import read_artifact
+    from cortexkit.tools.npe.io import posterior_from
+
+    art = read_artifact(str(work / "post.st"), "npe-posterior")
+    post = posterior_from(art.tensors, {k: art.meta_json(k) for k in ("npe.prior", "npe.flow", "npe.x_dim", "npe.members")})
+    hf = sims(work / "hf.st")
+    with torch.no_grad():
+        assert torch.equal(post.log_prob(hf["theta"], hf["x"]), sims(work / "lp.st")["log_prob"])
+    # NLTP and SBC reports
+    p = cli(TOOL, "evaluate", "--posterior", work / "post.st", "--sbc", work / "hf.st", "--sbc-samples", "20")
+    assert p.returncode == 0, p.stderr
+    rep = yaml.safe_load(p.stdout)
+    assert set(rep["sbc"]["parameters"]) == {"mu", "sigma"} and rep["sbc"]["n_pairs"] == 60
+
+
+def test_sequential_method_through_the_cli(cli, work):
+    assert cli(TOOL, "simulate", "--task", "ou", "--fidelity", "lf", "-n", "200", "--seed", "1", "-o", work / "lf.st").returncode == 0
+    assert cli(TOOL, "simulate", "--task", "ou", "-n", "2", "--seed", "9", "-o", work / "obs.st").returncode == 0
+    p = cli(TOOL, "train", "--method", "a-mf-tsnpe", "--task", "ou", "--lf", work / "lf.st", "--x-o", work / "obs.st",
+            "--observation", "1", "--hf-budget", "30", "--rounds", "3", "--ensemble", "2", "--candidates", "20",
+            "--truncation-samples", "1000", *TINY, "-o", work / "seq.st")
+    assert p.returncode == 0, p.stderr
+    d = sims(work / "seq.st")
+    assert d["rounds.theta"].shape == (30, 2) and d["rounds.round"].tolist() == [0] * 10 + [1] * 10 + [2] * 10
+    assert d["rounds.acquired"].sum() == 4 and torch.equal(d["x_o"], sims(work / "obs.st")["x"][1])
+    assert any(k.startswith("member1.") for k in d)
+    # the stored observation is the default for sampling
+    assert cli(TOOL, "sample", work / "seq.st", "-n", "10", "-o", work / "s.st").returncode == 0
+    assert sims(work / "s.st")["theta"].shape == (1, 10, 2)
+
+
+def test_bad_input_one_line_errors(cli, work, one_line_error):
+    cli(TOOL, "simulate", "--task", "ou", "-n", "30", "--seed", "1", "-o", work / "hf.st")
+    cli(TOOL, "simulate", "--task", "slcp", "--fidelity", "lf", "-n", "30", "--seed", "1", "-o", work / "slcp.st")
+    out = work / "never.st"
+    # LF and HF of different x-dimension (the slcp file also has 5 parameters; give the OU prior's names)
+    torch.manual_seed(0)
+    from safetensors.torch import save_file
+
+    save_file({"theta": torch.rand(30, 2) * 0.5 + 0.1, "x": torch.randn(30, 8)}, str(work / "lf8.st"))
+    p = cli(TOOL, "train", "--method", "mf-npe", "--task", "ou", "--lf", work / "lf8.st", "--hf", work / "hf.st", "-o", out)
+    one_line_error(p, f"{TOOL} train", "dimension 8", "has 10", "share the x-space")
+    # theta outside the prior
+    save_file({"theta": torch.tensor([[0.5, 0.3]] * 9 + [[5.0, 0.3]]), "x": torch.randn(10, 10)}, str(work / "out.st"))
+    p = cli(TOOL, "train", "--method", "npe", "--task", "ou", "--hf", work / "out.st", "-o", out)
+    one_line_error(p, f"{TOOL} train", "simulation 9", "outside the prior")
+    # an observation of the wrong size
+    cli(TOOL, "train", "--method", "npe", "--task", "ou", "--hf", work / "hf.st", *TINY, "-o", work / "post.st")
+    p = cli(TOOL, "sample", work / "post.st", "--x-o", work / "slcp.st", "-o", out)
+    one_line_error(p, f"{TOOL} sample", "8 dimensions", "dimension 10")
+    # a wrong artifact kind and an unknown task
+    p = cli(TOOL, "sample", work / "hf.st", "--x-o", work / "hf.st", "-o", out)
+    one_line_error(p, f"{TOOL} sample", "expected a 'npe-posterior' artifact, got 'npe-simulations'")
+    p = cli(TOOL, "simulate", "--task", "lotka", "-n", "3", "-o", out)
+    one_line_error(p, f"{TOOL} simulate", "unknown task 'lotka'")
+    p = cli(TOOL, "train", "--method", "tsnpe", "--task", "ou", "--x-o", work / "hf.st", "--hf-budget", "50", "-o", out)
+    one_line_error(p, f"{TOOL} train", "holds 30 observations", "--observation")
+    assert not out.exists()
+
+
+def test_figure4_smoke_mf_npe_beats_npe_on_the_paper_ou_data(cli, shared_data, tmp_path):
+    """OU, LF 10^3, HF 100, 3 observations, 2 seeds: MF-NPE's RF-C2ST below NPE's on average."""
+    import yaml
+
+    d = shared_data / "npe" / "ou_process"
+    obs = d / "true_obs_10.safetensors"
+    from safetensors.torch import save_file
+
+    ref = load_file(str(obs))
+    save_file({"x_o": ref["x_o"][:3].contiguous(), "reference_posterior_samples": ref["reference_posterior_samples"][:3].contiguous()},
+              str(tmp_path / "obs3.st"))
+    c2st = {"npe": [], "mf-npe": []}
+    for seed in (12, 13):
+        for method in c2st:
+            extra = ["--lf", d / "lf_train_1000.safetensors"] if method == "mf-npe" else []
+            p = cli(TOOL, "train", "--method", method, "--task", "ou", "--hf", d / "hf_train_100.safetensors", *extra,
+                    "--seed", seed, "--threads", "1", "-o", tmp_path / f"{method}{seed}.st")
+            assert p.returncode == 0, p.stderr
+            p = cli(TOOL, "sample", tmp_path / f"{method}{seed}.st", "--x-o", tmp_path / "obs3.st", "-n", "1000",
+                    "--seed", "1", "-o", tmp_path / "s.st")
+            assert p.returncode == 0, p.stderr
+            p = cli(TOOL, "evaluate", tmp_path / "s.st", "--reference", tmp_path / "obs3.st", "--metrics", "rf-c2st")
+            assert p.returncode == 0, p.stderr
+            c2st[method] += [r["rf_c2st"] for r in yaml.safe_load(p.stdout)["per_observation"]]
+    npe, mf = sum(c2st["npe"]) / 6, sum(c2st["mf-npe"]) / 6
+    print(f"figure-4 smoke: NPE {npe:.3f}, MF-NPE {mf:.3f}", c2st)
+    assert mf < npe, c2st
+    assert npe < 0.95 and mf < 0.9, c2st

@@ -1,0 +1,1 @@
+"""MF-(TS)NPE: multifidelity neural posterior estimation (Krouglova et al., ICLR 2026)."""

@@ -1,0 +1,197 @@
+"""Built-in simulators (vectorised over the batch), with their priors and LF/HF pairs.
+
+Every simulator maps theta (n, d) float32 and a torch.Generator to x (n, x_dim) float32.
+
+ou        theta = (mu, sigma) ~ U[0.1, 3] x U[0.1, 0.6]
+  hf      Euler-Maruyama OU  x_{t+1} = x_t + gamma (mu - x_t) dt + sigma sqrt(dt) eps,  gamma 0.5, dt 0.1,
+          x_0 ~ N(mu + 3, 1), 101 steps, x = values at steps 0, 10, ..., 90
+  lf      10 i.i.d. N(mu, sigma) draws
+slcp      theta ~ U[-3, 3]^5; 4 draws of N(m, S), m = theta[:2], s1 = theta3^2, s2 = theta4^2,
+          rho = tanh(theta5), S = [[s1^2 + 1e-6, rho s1 s2], [rho s1 s2, s2^2 + 1e-6]]  -> x (8,)
+  lf      the same with the mean fixed to (0, 0)
+sir       (beta, gamma) ~ LogNormal(log 0.4, 0.5) x LogNormal(log 1/8, 0.2); SIR ODE, N = 1e6, I0 = 1,
+          160 days; x = Binomial(1000, I(t)/N) at
+  hf      t = 0, 17, ..., 153 (sbibm)
+  lf      t = 0, 32, ..., 160 with the last value repeated to length 10 (coarse time resolution)
+two_moons        sbibm two moons, theta ~ U[-1, 1]^2, x (2,)
+gaussian_linear  sbibm, theta ~ N(0, 0.1 I_10), x ~ N(theta, 0.1 I_10)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from .priors import Factor, Prior
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    prior: Prior
+    x_dim: int
+    simulators: dict  # fidelity -> callable(theta, generator) -> x
+
+    def simulator(self, fidelity: str = "hf") -> Callable:
+        if fidelity not in self.simulators:
+            raise ValueError(f"task {self.name!r} has no {fidelity!r} simulator; it has {', '.join(self.simulators)}")
+        return self.simulators[fidelity]
+
+
+# --------------------------------------------------------------------------------------------- OU
+OU_GAMMA, OU_DT, OU_STEPS, OU_OFFSET = 0.5, 0.1, 101, 3.0
+OU_KEEP = list(range(0, 100, 10))
+
+
+def ou_hf(theta: torch.Tensor, g: torch.Generator | None = None) -> torch.Tensor:
+    mu, sigma = theta[:, 0:1].double(), theta[:, 1:2].double()
+    n = theta.shape[0]
+    x = mu + OU_OFFSET + torch.randn(n, 1, generator=g, dtype=torch.float64)
+    noise = torch.randn(n, OU_STEPS - 1, generator=g, dtype=torch.float64) * math.sqrt(OU_DT)
+    trace = [x]
+    for t in range(OU_STEPS - 1):
+        x = x + OU_GAMMA * (mu - x) * OU_DT + sigma * noise[:, t:t + 1]
+        trace.append(x)
+    return torch.cat(trace, 1)[:, OU_KEEP].float()
+
+
+def ou_lf(theta: torch.Tensor, g: torch.Generator | None = None) -> torch.Tensor:
+    mu, sigma = theta[:, 0:1], theta[:, 1:2]
+    return (mu + sigma * torch.randn(theta.shape[0], 10, generator=g)).float()
+
+
+def ou_log_likelihood(theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Exact log p_HF(x | theta) of the subsampled OU trace: theta (n, 2), x (10,) -> (n,).
+    Transition over k steps of the exact OU: mean mu + (x - mu) e^{-gamma k dt},
+    variance sigma^2 (1 - e^{-2 gamma k dt}) / (2 gamma) (the Euler-Maruyama scheme is close to it)."""
+    mu, sigma = theta[:, 0].double(), theta[:, 1].double()
+    x = x.double()
+    lp = -0.5 * (x[0] - mu - OU_OFFSET) ** 2 - 0.5 * math.log(2 * math.pi)
+    lag = (OU_KEEP[1] - OU_KEEP[0]) * OU_DT
+    a = math.exp(-OU_GAMMA * lag)
+    var = sigma**2 * (1 - a * a) / (2 * OU_GAMMA)
+    for j in range(1, x.shape[0]):
+        m = mu + (x[j - 1] - mu) * a
+        lp = lp - 0.5 * (x[j] - m) ** 2 / var - 0.5 * torch.log(2 * math.pi * var)
+    return lp
+
+
+# --------------------------------------------------------------------------------------------- SLCP
+def _slcp(theta: torch.Tensor, g, fixed_mean: bool) -> torch.Tensor:
+    t = theta.double()
+    n = t.shape[0]
+    m = torch.zeros(n, 2, dtype=torch.float64) if fixed_mean else t[:, :2]
+    s1, s2, rho = t[:, 2] ** 2, t[:, 3] ** 2, torch.tanh(t[:, 4])
+    eps = 1e-6
+    # Cholesky of [[s1^2+eps, rho s1 s2], [rho s1 s2, s2^2+eps]]
+    l11 = torch.sqrt(s1**2 + eps)
+    l21 = rho * s1 * s2 / l11
+    l22 = torch.sqrt((s2**2 + eps - l21**2).clamp_min(0))
+    z = torch.randn(n, 4, 2, generator=g, dtype=torch.float64)
+    x1 = m[:, None, 0] + l11[:, None] * z[..., 0]
+    x2 = m[:, None, 1] + l21[:, None] * z[..., 0] + l22[:, None] * z[..., 1]
+    return torch.stack([x1, x2], -1).reshape(n, 8).float()
+
+
+def slcp_hf(theta, g=None):
+    return _slcp(theta, g, fixed_mean=False)
+
+
+def slcp_lf(theta, g=None):
+    return _slcp(theta, g, fixed_mean=True)
+
+
+# --------------------------------------------------------------------------------------------- SIR
+SIR_N, SIR_DAYS, SIR_COUNT = 1e6, 160.0, 1000
+SIR_DT = 0.05  # RK4 step in days; differences to an adaptive solver are far below the binomial noise
+
+
+def sir_infected(theta: torch.Tensor, times: list[float], dt: float = SIR_DT) -> torch.Tensor:
+    """I(t) of the SIR ODE (S' = -b S I / N, I' = b S I / N - g I) at the given integer days -> (n, len(times))."""
+    b, gm = theta[:, 0].double(), theta[:, 1].double()
+    n = theta.shape[0]
+    y = torch.stack([torch.full((n,), SIR_N - 1.0, dtype=torch.float64), torch.ones(n, dtype=torch.float64)], 1)
+
+    def f(y):
+        s, i = y[:, 0], y[:, 1]
+        inf = b * s * i / SIR_N
+        return torch.stack([-inf, inf - gm * i], 1)
+
+    steps_per_day = round(1 / dt)
+    want = {round(t * steps_per_day): k for k, t in enumerate(times)}
+    out = torch.empty(n, len(times), dtype=torch.float64)
+    last = max(want)
+    for step in range(last + 1):
+        if step in want:
+            out[:, want[step]] = y[:, 1]
+        if step == last:
+            break
+        k1 = f(y)
+        k2 = f(y + 0.5 * dt * k1)
+        k3 = f(y + 0.5 * dt * k2)
+        k4 = f(y + dt * k3)
+        y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return out
+
+
+def _sir(theta, g, times):
+    i = sir_infected(theta, times)
+    p = (i / SIR_N).clamp(0, 1)
+    p = torch.where(torch.isfinite(p), p, torch.zeros_like(p))
+    return torch.binomial(torch.full_like(p, SIR_COUNT), p, generator=g).float()
+
+
+SIR_HF_TIMES = [float(t) for t in range(0, 161, 17)]
+SIR_LF_TIMES = [0.0, 32.0, 64.0, 96.0, 128.0, 160.0, 160.0, 160.0, 160.0, 160.0]
+
+
+def sir_hf(theta, g=None):
+    return _sir(theta, g, SIR_HF_TIMES)
+
+
+def sir_lf(theta, g=None):
+    # the coarse solver only has values every 32 days; the last is repeated to keep HF's 10 entries
+    return _sir(theta, g, SIR_LF_TIMES[:6])[:, [0, 1, 2, 3, 4, 5, 5, 5, 5, 5]]
+
+
+# --------------------------------------------------------------------------------------------- sbibm
+def two_moons(theta, g=None):
+    t = theta.double()
+    n = t.shape[0]
+    a = (torch.rand(n, generator=g, dtype=torch.float64) - 0.5) * math.pi
+    r = 0.1 + 0.01 * torch.randn(n, generator=g, dtype=torch.float64)
+    p = torch.stack([r * torch.cos(a) + 0.25, r * torch.sin(a)], 1)
+    c = s = math.sqrt(0.5)  # rotation by -pi/4
+    z0 = c * t[:, 0] + s * t[:, 1]
+    z1 = -s * t[:, 0] + c * t[:, 1]
+    return (p + torch.stack([-z0.abs(), z1], 1)).float()
+
+
+def gaussian_linear(theta, g=None):
+    return (theta.double() + math.sqrt(0.1) * torch.randn(theta.shape, generator=g, dtype=torch.float64)).float()
+
+
+def _box(names, low, high):
+    return Prior(tuple(Factor(n, "uniform", low, high) for n in names))
+
+
+TASKS = {
+    "ou": Task("ou", Prior((Factor("mu", "uniform", 0.1, 3.0), Factor("sigma", "uniform", 0.1, 0.6))), 10,
+               {"hf": ou_hf, "lf": ou_lf}),
+    "slcp": Task("slcp", _box([f"theta_{i + 1}" for i in range(5)], -3.0, 3.0), 8, {"hf": slcp_hf, "lf": slcp_lf}),
+    "sir": Task("sir", Prior((Factor("beta", "lognormal", math.log(0.4), 0.5),
+                              Factor("gamma", "lognormal", math.log(0.125), 0.2))), 10, {"hf": sir_hf, "lf": sir_lf}),
+    "two_moons": Task("two_moons", _box(["theta_1", "theta_2"], -1.0, 1.0), 2, {"hf": two_moons}),
+    "gaussian_linear": Task("gaussian_linear",
+                            Prior(tuple(Factor(f"theta_{i + 1}", "normal", 0.0, math.sqrt(0.1)) for i in range(10))), 10,
+                            {"hf": gaussian_linear}),
+}
+
+
+def get_task(name: str) -> Task:
+    key = name.lower().replace("-", "_")
+    if key not in TASKS:
+        raise ValueError(f"unknown task {name!r}; built-in tasks: {', '.join(TASKS)}")
+    return TASKS[key]

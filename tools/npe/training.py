@@ -1,0 +1,104 @@
+"""Maximum-likelihood training of a conditional density estimator, as in sbi / MF-NPE.
+
+Loss: mean of -log q(theta_i | x_i) over a minibatch. Data split once at random into 90 % train and
+10 % validation; minibatches of min(batch_size, n_train) drawn without replacement, last partial
+batch dropped; Adam; gradient norm clipped to ``clip``; stop when the validation loss has not improved
+for ``patience`` consecutive epochs; the best-validation weights are loaded back at the end.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+
+@dataclass
+class TrainConfig:
+    lr: float = 5e-4
+    batch_size: int = 200
+    validation_fraction: float = 0.1
+    patience: int = 20
+    clip: float = 5.0
+    max_epochs: int = 2**31 - 1
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class TrainHistory:
+    """What one call of :func:`train` did (stored in the artifact's round history)."""
+
+    epochs: int = 0
+    best_epoch: int = -1
+    best_val_loss: float = math.inf
+    train_loss: list[float] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    n_train: int = 0
+    n_val: int = 0
+
+    def summary(self) -> dict:
+        return {"epochs": self.epochs, "best_epoch": self.best_epoch, "best_val_loss": float(self.best_val_loss),
+                "n_train": self.n_train, "n_val": self.n_val}
+
+
+def split_indices(n: int, validation_fraction: float, generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random train/validation split as sbi does it: n_train = int((1 - f) n), the rest validates."""
+    perm = torch.randperm(n, generator=generator)
+    n_train = int((1 - validation_fraction) * n)
+    if n_train < 1 or n - n_train < 1:
+        raise ValueError(f"need at least 2 simulations to split into train and validation, got {n}")
+    return perm[:n_train], perm[n_train:]
+
+
+def train(model, theta: torch.Tensor, x: torch.Tensor, cfg: TrainConfig,
+          generator: torch.Generator | None = None, on_epoch=None) -> TrainHistory:
+    """Fit ``model`` (anything with ``log_prob(theta, x)``) in place; returns the history.
+
+    theta (n, d), x (n, x_dim). ``on_epoch(epoch, train_loss, val_loss)`` is called after each epoch.
+    """
+    train_idx, val_idx = split_indices(theta.shape[0], cfg.validation_fraction, generator)
+    theta_tr, x_tr = theta[train_idx], x[train_idx]
+    theta_val, x_val = theta[val_idx], x[val_idx]
+    n_train = theta_tr.shape[0]
+    batch = min(cfg.batch_size, n_train)
+    n_batches = n_train // batch  # drop_last
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    hist = TrainHistory(n_train=n_train, n_val=theta_val.shape[0])
+    best_state = copy.deepcopy(model.state_dict())
+    since_best = 0
+    epoch = 0
+    while epoch < cfg.max_epochs:
+        model.train()
+        order = torch.randperm(n_train, generator=generator)
+        total = 0.0
+        for b in range(n_batches):
+            idx = order[b * batch:(b + 1) * batch]
+            optimizer.zero_grad()
+            loss = -model.log_prob(theta_tr[idx], x_tr[idx]).mean()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=cfg.clip)
+            optimizer.step()
+            total += loss.item() * idx.numel()
+        model.eval()
+        with torch.no_grad():
+            val = -model.log_prob(theta_val, x_val).mean().item()
+        hist.train_loss.append(total / (n_batches * batch))
+        hist.val_loss.append(val)
+        if on_epoch is not None:
+            on_epoch(epoch, hist.train_loss[-1], val)
+        if epoch == 0 or val < hist.best_val_loss:
+            hist.best_val_loss, hist.best_epoch, since_best = val, epoch, 0
+            best_state = copy.deepcopy(model.state_dict())
+        else:
+            since_best += 1
+        epoch += 1
+        if since_best >= cfg.patience:
+            break
+    hist.epochs = epoch
+    model.load_state_dict(best_state)
+    model.eval()
+    return hist
