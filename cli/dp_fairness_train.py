@@ -524,11 +524,15 @@ def train(run, table, **options):
     run.write_artifact(tensors, KIND_MODEL, metadata=metadata, version=str(MODEL_VERSION))
 
 
+iterate_option = click.option(
+    "--iterate", type=click.Choice(["last", "average"]), default="average", show_default=True,
+    help="Which parameters: the last iterate or the average of all iterates.")
+
+
 @verb(group, "predict", output="artifact", torch_options=True)
 @click.argument("model", metavar="MODEL|-")
 @click.argument("table", metavar="TABLE.csv|-")
-@click.option("--iterate", type=click.Choice(["last", "average"]), default="average", show_default=True,
-              help="Which parameters: the last iterate or the average of all iterates.")
+@iterate_option
 def predict(run, model, table, iterate):
     """Predict labels and class probabilities (no sensitive column needed) -> dpfair-predictions or CSV."""
     import torch
@@ -555,8 +559,7 @@ def predict(run, model, table, iterate):
 @verb(group, "evaluate", output="report", torch_options=True)
 @click.argument("model", metavar="MODEL|-")
 @click.argument("table", metavar="TABLE.csv|-")
-@click.option("--iterate", type=click.Choice(["last", "average"]), default="average", show_default=True,
-              help="Which parameters: the last iterate or the average of all iterates.")
+@iterate_option
 def evaluate(run, model, table, iterate):
     """Accuracy, fairness gaps, constraint violations and epsilon spent, as YAML."""
     _check_stdin(model, table)

@@ -215,13 +215,20 @@ def _read_sims(run, path, what, prior=None):
     if bad.any():
         raise CortexError(f"{art.source}: {what} simulation {int(bad.nonzero()[0])} has non-finite x; drop invalid rows first")
     if prior is not None:
-        if theta.shape[1] != prior.dim:
-            raise CortexError(f"{art.source}: theta has {theta.shape[1]} columns but the prior has {prior.dim} parameters ({', '.join(prior.names)})")
-        inside = prior.in_support(theta)
-        if not inside.all():
-            i = int((~inside).nonzero()[0])
-            raise CortexError(f"{art.source}: {what} simulation {i} has theta {[round(v, 6) for v in theta[i].tolist()]} outside the prior")
+        _check_in_prior(art.source, theta, prior, f"{what} simulation")
     return theta, x, art
+
+
+def _check_in_prior(source: str, theta, prior, row: str) -> None:
+    """theta (n, d) must have the prior's dimension and lie in its support (error names the row)."""
+    if theta.shape[1] != prior.dim:
+        raise CortexError(f"{source}: theta has {theta.shape[1]} columns but the prior has {prior.dim} "
+                          f"parameters ({', '.join(prior.names)})")
+    inside = prior.in_support(theta)
+    if not inside.all():
+        i = int((~inside).nonzero()[0])
+        raise CortexError(f"{source}: {row} {i} has theta {[round(v, 6) for v in theta[i].tolist()]} "
+                          "outside the prior")
 
 
 def _read_observations(run, path, observation=None, x_dim=None):
@@ -311,12 +318,7 @@ def simulate(run, task, fidelity, simulator, simulator_cmd, prior_path, num_simu
             theta = theta[:, None]
         prior = prior or _prior_from_artifact(src)
         if prior is not None:
-            if theta.shape[1] != prior.dim:
-                raise CortexError(f"{src.source}: theta has {theta.shape[1]} columns, the prior {prior.dim}")
-            inside = prior.in_support(theta)
-            if not inside.all():
-                i = int((~inside).nonzero()[0])
-                raise CortexError(f"{src.source}: theta row {i} = {theta[i].tolist()} lies outside the prior")
+            _check_in_prior(src.source, theta, prior, "theta row")
     else:
         if prior is None:
             raise CortexError("no prior: give --prior YAML or --task NAME (or --theta FILE)")
