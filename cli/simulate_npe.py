@@ -233,10 +233,7 @@ def _check_in_prior(source: str, theta, prior, row: str) -> None:
 
 def _read_observations(run, path, observation=None, x_dim=None):
     art = run.read_artifact(path)
-    x_o = art.tensors.get("x_o", art.tensors.get("x"))
-    if x_o is None:
-        raise CortexError(f"{art.source}: no tensor 'x_o' (or 'x') with the observations (it holds: {', '.join(sorted(art.tensors)) or 'none'})")
-    x_o = x_o.float()
+    x_o = art.tensor("x_o", "x").float()
     if x_o.dim() == 1:
         x_o = x_o[None]
     if x_o.dim() != 2:
@@ -721,10 +718,7 @@ def evaluate(run, samples_path, reference, metrics, max_samples, posterior_path,
         art = run.read_artifact(samples_path)
         ours = art.tensor("theta").float()
         ref_art = run.read_artifact(reference)
-        ref = ref_art.tensors.get("reference_posterior_samples", ref_art.tensors.get("theta"))
-        if ref is None:
-            raise CortexError(f"{ref_art.source}: no tensor reference_posterior_samples (or theta)")
-        ref = ref.float()
+        ref = ref_art.tensor("reference_posterior_samples", "theta").float()
         if ours.dim() == 2:
             ours = ours[None]
         if ref.dim() == 2:

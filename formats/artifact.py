@@ -75,15 +75,16 @@ class Artifact:
         text = self.metadata.get(key)
         return default if text is None else json.loads(text)
 
-    def tensor(self, name: str):
-        """The tensor ``name``, or a clear error naming what the artifact does hold."""
-        try:
-            return self.tensors[name]
-        except KeyError:
-            held = ", ".join(sorted(self.tensors)) or "none"
-            raise CortexError(
-                f"{self.source}: {self.kind or 'artifact'} has no tensor '{name}' (it holds: {held})"
-            ) from None
+    def tensor(self, *names: str):
+        """The first tensor of ``names`` that the artifact holds (``tensor("x_o", "x")``), or a
+        clear error naming what it does hold."""
+        for name in names:
+            if name in self.tensors:
+                return self.tensors[name]
+        held = ", ".join(sorted(self.tensors)) or "none"
+        wanted = " or ".join(f"'{n}'" for n in names)
+        raise CortexError(f"{self.source}: {self.kind or 'artifact'} has no tensor {wanted} "
+                          f"(it holds: {held})")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -136,3 +136,11 @@ def test_missing_tensor_names_what_is_there():
     artifact = Artifact("f", build_metadata("table"), {"data": np.zeros(2)})
     with pytest.raises(CortexError, match="no tensor 'weights' .*holds: data"):
         artifact.tensor("weights")
+
+
+def test_tensor_takes_alternative_names_in_order():
+    artifact = Artifact("f", build_metadata("table"), {"x": np.zeros(2), "theta": np.ones(3)})
+    assert artifact.tensor("x_o", "x").shape == (2,)
+    assert artifact.tensor("theta", "x").shape == (3,)
+    with pytest.raises(CortexError, match="no tensor 'x_o' or 'obs' .*holds: theta, x"):
+        artifact.tensor("x_o", "obs")
