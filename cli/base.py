@@ -245,16 +245,20 @@ def resolved_config(ctx: click.Context) -> dict[str, Any]:
 # decorators
 
 def _common_options(writes: str | None, uses_torch: bool) -> list[Callable]:
+    """The options every command shares. The run-steering ones are hidden from ``--help`` (one
+    epilog line names them, so help fits a screen) and listed in full in the man pages."""
     options = [
         click.option("--config", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-                     is_eager=True, expose_value=True,
+                     is_eager=True, hidden=True,
                      help="YAML file of option values (keys are option names); the command "
                           "line wins."),
-        click.option("--print-config", is_flag=True,
+        click.option("--print-config", is_flag=True, hidden=True,
                      help="Print the resolved configuration as YAML and exit."),
-        click.option("-q", "--quiet", is_flag=True, help="No messages or progress bars."),
-        click.option("-v", "--verbose", is_flag=True, help="More messages (per-epoch metrics)."),
-        click.option("--debug", is_flag=True, help="Show a traceback on errors."),
+        click.option("-q", "--quiet", is_flag=True, hidden=True,
+                     help="No messages or progress bars."),
+        click.option("-v", "--verbose", is_flag=True, hidden=True,
+                     help="More messages (per-epoch metrics)."),
+        click.option("--debug", is_flag=True, hidden=True, help="Show a traceback on errors."),
     ]
     if writes is not None:
         what = "artifact" if writes == "artifact" else "YAML report"
@@ -265,11 +269,17 @@ def _common_options(writes: str | None, uses_torch: bool) -> list[Callable]:
             click.option("--seed", type=int, default=0, show_default=True,
                          help="Random seed: same inputs, seed and machine give identical bytes."),
             click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
-                         show_default=True, help="Where torch runs."),
+                         show_default=True, hidden=True, help="Where torch runs."),
             click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
-                         help="torch CPU threads (0 = torch's default)."),
+                         hidden=True, help="torch CPU threads (0 = torch's default)."),
         ]
     return options
+
+
+def _epilog(uses_torch: bool) -> str:
+    torch_part = ", --device auto|cpu|cuda, --threads N" if uses_torch else ""
+    return ("Also: --config FILE.yaml, --print-config, -q, -v, --debug" + torch_part
+            + " (man cortexkit).")
 
 
 def _wrap(func: Callable, writes: str | None) -> Callable:
@@ -299,7 +309,8 @@ def _build(func: Callable, name: str, writes: str | None, uses_torch: bool, help
     for option in reversed(_common_options(writes, uses_torch)):
         callback = option(callback)
     return attach(name=name, cls=CortexCommand, writes=writes, uses_torch=uses_torch,
-                  help=help or func.__doc__, context_settings=CONTEXT_SETTINGS)(callback)
+                  help=help or func.__doc__, epilog=_epilog(uses_torch),
+                  context_settings=CONTEXT_SETTINGS)(callback)
 
 
 def verb(group: click.Group, name: str, *, output: str | None = None, torch_options: bool = False,

@@ -71,7 +71,11 @@ def option_items(command: click.Command, ctx: click.Context) -> list[str]:
     for param in command.get_params(ctx):
         if not isinstance(param, click.Option):
             continue
-        record = param.get_help_record(ctx)
+        hidden, param.hidden = param.hidden, False  # the page lists what --help leaves out
+        try:
+            record = param.get_help_record(ctx)
+        finally:
+            param.hidden = hidden
         if record is None:
             continue
         names, help_text = record

@@ -46,3 +46,12 @@ def test_importtime_of_top_level_help_shows_no_torch(cortexkit_exe):
                 if line.startswith("import time:")]
     assert "cortexkit.cli.main" in imported
     assert not [m for m in imported if m.split(".")[0] in HEAVY], imported
+
+
+def test_help_of_every_command_fits_a_screen_and_names_the_common_options(cli):
+    for args in all_help_invocations():
+        proc = cli(*args, env={"COLUMNS": "120"})
+        text = proc.stdout.decode()
+        assert proc.returncode == 0 and text.count("\n") <= 60, (args, text.count("\n"))
+        if len(args) > 1 and "Commands:" not in text:  # a leaf command, not a tool's verb list
+            assert "--config FILE.yaml, --print-config, -q, -v, --debug" in text, args
