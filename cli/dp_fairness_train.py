@@ -468,6 +468,12 @@ def _check_stdin(*sources: str) -> None:
         raise CortexError("only one input can come from stdin ('-')")
 
 
+def _model_and_table(run, model: str, table: str, iterate: str):
+    """(loaded model, table columns) for predict and evaluate; at most one of them from stdin."""
+    _check_stdin(model, table)
+    return _load_model(run, model, iterate), _read_table(table)
+
+
 def _evaluate_table(model: LoadedModel, table: dict, source: str, run) -> dict:
     """Metrics of a model on a labelled table (sensitive columns needed for gaps and constraints)."""
     import numpy as np
@@ -540,9 +546,7 @@ def predict(run, model, table, iterate):
     from cortexkit.formats.stdio import write_bytes
     from cortexkit.formats.tables import write_csv
 
-    _check_stdin(model, table)
-    loaded = _load_model(run, model, iterate)
-    data = _read_table(table)
+    loaded, data = _model_and_table(run, model, table, iterate)
     probs = torch.softmax(loaded.logits(data, run), dim=1)
     labels = probs.argmax(1)
     if str(run.output).lower().endswith(".csv"):
@@ -562,9 +566,7 @@ def predict(run, model, table, iterate):
 @iterate_option
 def evaluate(run, model, table, iterate):
     """Accuracy, fairness gaps, constraint violations and epsilon spent, as YAML."""
-    _check_stdin(model, table)
-    loaded = _load_model(run, model, iterate)
-    data = _read_table(table)
+    loaded, data = _model_and_table(run, model, table, iterate)
     report = _evaluate_table(loaded, data, "<stdin>" if table == "-" else table, run)
     run.write_report({"model": model, "table": table, "iterate": iterate, **report})
 
