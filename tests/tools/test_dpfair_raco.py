@@ -163,10 +163,8 @@ def test_no_constraints_is_exactly_dpsgd(kind):
         torch.testing.assert_close(res.params_last[k], ref[k], rtol=1e-5, atol=1e-6)
 
 
-def test_non_private_mode_is_sgda_on_the_batch_lagrangian():
-    """sigma 0, no Laplace noise, no clipping: one step equals the autograd gradient of
-    mean CE + sum_j lambda_j (P-rate gap_j) computed directly from batch rates, and the dual moves
-    by the exact batch violations."""
+def one_sgda_step_setup(**config):
+    """Data, DP constraint, zero-noise one-step config shared by the degenerate-mode tests."""
     x, y, cols = synthetic(n=300)
     rc = C.demographic_parity(["sex"], cols, ["0", "1"], 0.05)
     cells = torch.tensor(rc.partition.cell_index(cols))
@@ -174,8 +172,15 @@ def test_non_private_mode_is_sgda_on_the_batch_lagrangian():
     model = models.build_model("logistic", x.shape[1], 2)
     lam0 = 0.7
     cfg = raco.RacoConfig(steps=1, sampling_rate=0.5, sigma=0.0, clip_norm=math.inf, laplace_b=math.inf,
-                          lr=0.3, lr_dual=0.2, dual_init=lam0, temperature=1.5,
-                          histogram_batch="shared")
+                          lr=0.3, lr_dual=0.2, dual_init=lam0, temperature=1.5, **config)
+    return x, y, cols, rc, cells, model, lam0, cfg
+
+
+def test_non_private_mode_is_sgda_on_the_batch_lagrangian():
+    """sigma 0, no Laplace noise, no clipping: one step equals the autograd gradient of
+    mean CE + sum_j lambda_j (P-rate gap_j) computed directly from batch rates, and the dual moves
+    by the exact batch violations."""
+    x, y, cols, rc, cells, model, lam0, cfg = one_sgda_step_setup(histogram_batch="shared")
     res = raco.train(model, x, y, cells, rc, cfg, torch.Generator().manual_seed(7))
 
     gen = torch.Generator().manual_seed(7)
@@ -282,14 +287,7 @@ def test_independent_histogram_batch_is_a_second_poisson_draw():
     """Default mode: the histogram (hence the dual step) reads its own Poisson batch, drawn after
     the gradient's from the same generator, so the accountant's separately subsampled pair is
     exactly what runs."""
-    x, y, cols = synthetic(n=300)
-    rc = C.demographic_parity(["sex"], cols, ["0", "1"], 0.05)
-    cells = torch.tensor(rc.partition.cell_index(cols))
-    torch.manual_seed(0)
-    model = models.build_model("logistic", x.shape[1], 2)
-    lam0 = 0.7
-    cfg = raco.RacoConfig(steps=1, sampling_rate=0.5, sigma=0.0, clip_norm=math.inf, laplace_b=math.inf,
-                          lr=0.3, lr_dual=0.2, dual_init=lam0, temperature=1.5)
+    x, y, cols, rc, cells, model, lam0, cfg = one_sgda_step_setup()
     assert cfg.histogram_batch == "independent"
     res = raco.train(model, x, y, cells, rc, cfg, torch.Generator().manual_seed(7))
     gen = torch.Generator().manual_seed(7)
