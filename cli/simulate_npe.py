@@ -65,7 +65,9 @@ are set in its environment. Chunk c of a run is seeded from (--seed, c), so a ru
 numbers at once, with --workers N, or as --shard i/N pieces joined by merge. Simulations whose x
 holds NaN or inf are dropped and counted. If a simulator crashes, hangs past --timeout or returns
 the wrong shape, the command fails with one line naming the simulation indices, and the
-simulations that finished are kept in the --partial file.
+simulations that finished are kept in the --partial file. Sequential train does the same: the HF
+simulations of the rounds that came back (tensor round says which) go to its --partial file, so
+a failed run's simulator time is not lost.
 """,
     "EXAMPLES": """
 Simulate the built-in OU task at both fidelities and train MF-NPE:
@@ -270,6 +272,13 @@ def _parse_shard(shard):
 # ---------------------------------------------------------------------------------------------
 # simulate / merge
 
+def _partial_target(run, partial):
+    """Where finished simulations go when a run fails: --partial, else OUTPUT.partial."""
+    if partial:
+        return partial
+    return f"{run.output}.partial" if run.output not in (None, "-") else "simulate-npe.partial.safetensors"
+
+
 @verb(group, "simulate", output="artifact", torch_options=True)
 @click.option("--task", help="Built-in task: ou, slcp, sir, two_moons, gaussian_linear (gives prior and simulator).")
 @click.option("--fidelity", type=click.Choice(["hf", "lf"]), default="hf", show_default=True, help="Which simulator of the task.")
@@ -373,7 +382,7 @@ def simulate(run, task, fidelity, simulator, simulator_cmd, prior_path, num_simu
         kept = assemble(err.finished)
         where = ""
         if kept is not None:
-            target = partial or (f"{run.output}.partial" if run.output not in (None, "-") else "simulate-npe.partial.safetensors")
+            target = _partial_target(run, partial)
             tensors, n_bad = kept
             run.write_artifact(tensors, SIM_KIND, metadata={**meta, "npe.n_invalid": n_bad, "npe.partial": True}, target=target)
             where = f"; the {tensors['theta'].shape[0]} finished simulations were kept in {target}"
@@ -446,6 +455,7 @@ def merge(run, files):
 @click.option("--simulator-cmd", metavar="CMD", help="External HF simulator for sequential methods.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="Seconds one simulator call may take.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--partial", metavar="PATH", help="Where finished HF simulations go if a round's simulator fails [OUTPUT.partial].")
 @click.option("--x-o", "x_o_path", metavar="FILE", help="Observation(s) for sequential methods.")
 @click.option("--observation", type=int, default=None, help="Row of --x-o (0-based) for sequential methods.")
 @click.option("--hf-budget", type=click.IntRange(min=2), help="HF simulations in total over all rounds (sequential).")
@@ -471,7 +481,7 @@ def merge(run, files):
 @click.option("--embedding", type=click.Choice(["identity", "mlp"]), default="identity", show_default=True)
 @click.option("--embedding-dim", type=click.IntRange(min=0), default=0)
 def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator, simulator_cmd, timeout, workers,
-          x_o_path, observation, hf_budget, rounds, quantile, truncation_samples, ensemble, active_fraction,
+          partial, x_o_path, observation, hf_budget, rounds, quantile, truncation_samples, ensemble, active_fraction,
           candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, clip, max_epochs, x_stats,
           transforms, bins, hidden, depth, embedding, embedding_dim):
     """Train a posterior estimator (npe, mf-npe, tsnpe, mf-tsnpe, a-mf-tsnpe) -> npe-posterior."""
@@ -575,6 +585,7 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
         run.info(f"fine-tuning: {h.epochs} epochs, best validation NLL {h.best_val_loss:.4f}")
     else:
         sim_calls = [0]
+        finished = []  # (theta, x) of every round whose simulations came back
 
         def hf_simulator(theta):
             # every round is its own block of chunks so the seeds never repeat between rounds
@@ -583,12 +594,15 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
             sim_calls[0] += 1
             try:
                 out = run_chunks(spec, theta, [block], chunk, seed=seed, workers=1, timeout=timeout,
-                                 encode=_encode_theta, decode=_decode_x)
+                                 encode=_encode_theta, decode=_decode_x,
+                                 first_index=sum(t.shape[0] for t, _ in finished))
             except SimulationError as err:
                 raise CortexError(f"round {sim_calls[0]}: {err}") from None
             x = out[block]
             if x.shape[1] != x_o.shape[0]:
-                raise CortexError(f"the HF simulator returns x of dimension {x.shape[1]} but the observation has {x_o.shape[0]}")
+                raise CortexError(f"round {sim_calls[0]}: the HF simulator returns x of dimension {x.shape[1]} "
+                                  f"but the observation has {x_o.shape[0]}")
+            finished.append((theta, x))
             return x
 
         def on_round(r, rec):
@@ -596,11 +610,28 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
                      f"{rec.n_invalid} invalid), proposal acceptance {rec.acceptance:.3g}, "
                      f"epochs {[t['epochs'] for t in rec.train]}")
 
-        posterior, records = M.run_sequential(
-            prior, hf_simulator, x_o, hf_budget, pretrained=pre if multifidelity else None, flow_cfg=flow_cfg,
-            ensemble_size=n_members, active_fraction=active, rounds=rounds, quantile=quantile,
-            truncation_samples=truncation_samples, candidates=candidates or None, train_cfg=base, seed=seed,
-            refit_x_stats=refit, on_round=on_round, on_epoch=on_epoch)
+        try:
+            posterior, records = M.run_sequential(
+                prior, hf_simulator, x_o, hf_budget, pretrained=pre if multifidelity else None, flow_cfg=flow_cfg,
+                ensemble_size=n_members, active_fraction=active, rounds=rounds, quantile=quantile,
+                truncation_samples=truncation_samples, candidates=candidates or None, train_cfg=base, seed=seed,
+                refit_x_stats=refit, on_round=on_round, on_epoch=on_epoch)
+        except CortexError as err:
+            if not finished:
+                raise
+            theta = torch.cat([t for t, _ in finished])
+            x = torch.cat([v for _, v in finished])
+            ok = torch.isfinite(x).all(1)
+            rnd = torch.cat([torch.full((t.shape[0],), i, dtype=torch.int64) for i, (t, _) in enumerate(finished)])
+            target = _partial_target(run, partial)
+            run.write_artifact({"theta": theta[ok].contiguous(), "x": x[ok].contiguous(),
+                                "index": torch.arange(theta.shape[0], dtype=torch.int64)[ok], "round": rnd[ok]},
+                               SIM_KIND, metadata={"npe.simulator": spec.describe(), "npe.fidelity": "hf",
+                                                   "npe.prior": prior.to_spec(), "npe.parameter_names": prior.names,
+                                                   "npe.n_invalid": int((~ok).sum()), "npe.partial": True},
+                               target=target)
+            raise CortexError(f"{err}; the {int(ok.sum())} HF simulations of the {len(finished)} finished "
+                              f"round(s) were kept in {target}") from None
         history["rounds"] = [{"n": int(r.theta.shape[0]), "acquired": int(r.acquired.sum()), "invalid": r.n_invalid,
                               "acceptance": r.acceptance, "tau": None if math.isnan(r.tau) else r.tau,
                               "train": r.train} for r in records]

@@ -24,6 +24,10 @@ EXTERNAL = textwrap.dedent("""\
         sys.exit("boom: solver diverged")
     if mode == "hang" and first >= 10:
         time.sleep(60)
+    if mode == "crash-second":  # dies on its second call (a marker file counts the calls)
+        if os.path.exists(os.environ["MARK"]):
+            sys.exit("boom: second call")
+        open(os.environ["MARK"], "w").close()
     x = np.stack([theta[:, 0] + theta[:, 1], theta[:, 0] * theta[:, 1], theta[:, 1] ** 2], 1)
     if mode == "shape" and first >= 10:
         x = x[:, :2]
@@ -173,6 +177,23 @@ def test_sequential_method_through_the_cli(cli, work):
     # the stored observation is the default for sampling
     assert cli(TOOL, "sample", work / "seq.st", "-n", "10", "-o", work / "s.st").returncode == 0
     assert sims(work / "s.st")["theta"].shape == (1, 10, 2)
+
+
+def test_sequential_training_keeps_finished_rounds_when_the_simulator_fails(cli, work, one_line_error):
+    save = __import__("safetensors.torch", fromlist=["save_file"]).save_file
+    save({"x_o": torch.tensor([0.9, 0.2, 0.1])}, str(work / "obs3.st"))
+    out = work / "seq.st"
+    p = cli(TOOL, "train", "--method", "tsnpe", "--prior", work / "prior.yaml", "--x-o", work / "obs3.st",
+            "--hf-budget", "30", "--rounds", "3", "--truncation-samples", "1000", *TINY,
+            "--simulator-cmd", f"{sys.executable} {work / 'extsim.py'}", "-q", "-o", out,
+            env={"MODE": "crash-second", "MARK": str(work / "mark")})
+    one_line_error(p, f"{TOOL} train", "round 2: simulations 10..19", "boom: second call", f"1 finished round(s) were kept in {out}.partial")
+    assert not out.exists()
+    part = sims(f"{out}.partial")
+    assert part["theta"].shape == (10, 2) and part["round"].tolist() == [0] * 10
+    # the kept simulations are the external simulator's outputs for those parameters
+    th = part["theta"]
+    assert torch.allclose(part["x"], torch.stack([th[:, 0] + th[:, 1], th[:, 0] * th[:, 1], th[:, 1] ** 2], 1))
 
 
 def test_bad_input_one_line_errors(cli, work, one_line_error):

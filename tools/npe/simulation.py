@@ -137,12 +137,14 @@ def _pool_worker(args):
 
 def run_chunks(spec: SimulatorSpec, theta: torch.Tensor, chunk_ids: list[int], chunk_size: int, *, seed: int,
                workers: int = 1, timeout: float | None = None, encode=None, decode=None,
-               on_done=None) -> dict[int, torch.Tensor]:
+               on_done=None, first_index: int | None = None) -> dict[int, torch.Tensor]:
     """Simulate the given global chunks. ``theta`` holds exactly those chunks' rows, in order.
-    Returns {chunk id: x}. On the first failure raises SimulationError carrying the finished chunks."""
+    Returns {chunk id: x}. On the first failure raises SimulationError carrying the finished chunks.
+    Rows are numbered from chunk id * chunk_size, or consecutively from ``first_index`` when given
+    (the chunk ids still pick the random streams)."""
     offsets, pos = {}, 0
     for c in chunk_ids:
-        start = c * chunk_size
+        start = c * chunk_size if first_index is None else first_index + pos
         rows = min(chunk_size, theta.shape[0] - pos)
         offsets[c] = (pos, rows, start)
         pos += rows
