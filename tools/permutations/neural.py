@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
+from cortexkit.tools.permutations import classical as C
 from cortexkit.tools.permutations import representations as R
 
 MODES = ("ar", "mlm")
@@ -223,28 +224,6 @@ def sample_codes(net: PermutationTransformer, num: int, *, nfe: int | None = Non
     return torch.cat(out)
 
 
-def top_block_assignments(score: torch.Tensor, logp: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exact top-``k`` joint values of independent digits, for every beam at once.
-
-    ``score`` ``(..., )`` the beams' log-probabilities so far; ``logp`` ``(..., b, n)`` the
-    log-probabilities of ``b`` digits that are independent given the beam (one block of a masked
-    sampler, or every digit of a product model; ``-inf`` outside a digit's range).
-    Returns ``(scores (..., k'), values (..., k', b))`` with ``k' = min(k, n**b)``, best first.
-    Digit by digit: the top-k sums of a new digit and the partial assignments only ever use the
-    top-k partial assignments, so keeping k at each step is exact (not a heuristic).
-    """
-    n = logp.shape[-1]
-    best = score[..., None].double()  # (..., c)
-    values = torch.zeros(*best.shape, 0, dtype=torch.int64, device=logp.device)
-    for j in range(logp.shape[-2]):
-        joint = (best[..., :, None] + logp[..., None, j, :].double()).flatten(-2)  # (..., c * n)
-        best, idx = joint.topk(min(k, joint.shape[-1]), dim=-1)
-        parent = torch.div(idx, n, rounding_mode="floor")
-        values = torch.cat([values.gather(-2, parent[..., None].expand(*parent.shape, values.shape[-1])),
-                            (idx % n)[..., None]], dim=-1)
-    return best, values
-
-
 @torch.no_grad()
 def beam_search_codes(net: PermutationTransformer, num: int, *, beam_width: int = 1, keep: int = 1,
                       nfe: int | None = None, partition: str = "contiguous",
@@ -291,7 +270,7 @@ def beam_search_codes(net: PermutationTransformer, num: int, *, beam_width: int 
                 inp = inp.clamp(max=n - 1)
             beam_ctx = None if ctx is None else ctx.repeat_interleave(width, dim=0)
             logp = net(inp, beam_ctx)[:, block].view(size, width, len(block), n)
-            cand, values = top_block_assignments(score, logp, beam_width)  # (size, width, k), (.., k, b)
+            cand, values = C.top_assignments(score, logp, beam_width)  # (size, width, k), (.., k, b)
             k = cand.shape[-1]
             score, flat = cand.flatten(1).topk(min(beam_width, width * k), dim=1)
             parent = torch.div(flat, k, rounding_mode="floor")
