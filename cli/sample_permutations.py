@@ -54,7 +54,7 @@ Logits outside a digit's legal range are -inf, so every sample of a lehmer, fish
 insertion model decodes to a valid permutation. score and evaluate report the exact
 log-likelihood of the sampler actually used (that NFE and partition).
 
-Decoding (sample --decode). sample draws random permutations. greedy and beam look for the most
+Search strategies (sample --strategy). sample draws random permutations. greedy and beam look for the most
 likely permutations instead (MAP-style decoding, as jigsaw and other tasks with one right answer
 are scored): beam keeps the --beam-width best partial codes of each row and extends them block by
 block (the digits of one block are independent given the earlier ones, so the best joint values of
@@ -106,8 +106,8 @@ Sample 10000 permutations from a masked model in 2 forward passes and look at th
 The 5 most likely permutations of an autoregressive model by beam search (width 32), and the
 mode of a Mallows model (its centre), with their log-likelihoods:
 
-    cortexkit sample-permutations sample ar.st --decode beam --beam-width 32 -n 5 | cortexkit inspect -
-    cortexkit sample-permutations sample mallows.st --decode greedy -o mode.st
+    cortexkit sample-permutations sample ar.st --strategy beam --beam-width 32 -n 5 | cortexkit inspect -
+    cortexkit sample-permutations sample mallows.st --strategy greedy -o mode.st
 
 Complete a partial ranking (items 3 then 7 on top) with a lehmer model:
 
@@ -134,7 +134,7 @@ Score held-out rankings at NFE 1, 2, 5 and 10:
 :: orderings: (count, n) int16 or int32, item indices 0..n-1, most preferred first. Optional
 items: (count, n) int64, outside ids of each row's local items (MovieLens movie ids); ratings:
 (count, n) float32, the rating of each local item; users: (count,) int64; log_likelihood:
-(count,) float64, written by sample --decode greedy|beam, the exact log-likelihood in nats of
+(count,) float64, written by sample --strategy greedy|beam, the exact log-likelihood in nats of
 each decoded permutation under the model (rows of one search best first). Metadata
 permutations.items holds item names (JSON list) when known.
 - permutation-codes artifact (written by encode, read by decode) :: codes: (count, n) int16 or
@@ -428,11 +428,11 @@ def fit(run, data, kind, representation, reference, condition, smoothing, epochs
 @click.option("--nfe", type=click.IntRange(min=1), default=None,
               help="Forward passes of a masked model (default n; products use 1).")
 @nfe_options
-@click.option("--decode", "decoding", type=click.Choice(["sample", "greedy", "beam"]), default="sample",
+@click.option("--strategy", type=click.Choice(["sample", "greedy", "beam"]), default="sample",
               show_default=True, help="sample: random draws. greedy: per-step argmax. beam: beam "
                                       "search for the most likely permutations (MAP-style).")
 @click.option("--beam-width", type=click.IntRange(min=1), default=None,
-              help="--decode beam: partial codes kept per step (default 16; 1 is greedy).")
+              help="--strategy beam: partial codes kept per step (default 16; 1 is greedy).")
 @click.option("--given", default=None, metavar="I,J,...",
               help="Condition on a partial ranking: the top items in order (lehmer, fisher-yates, "
                    "inline, plackett-luce), or the order of the first r reference items (insertion).")
@@ -441,21 +441,21 @@ def fit(run, data, kind, representation, reference, condition, smoothing, epochs
                    "with 'items', or a rating table); -n samples are drawn for each row.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=65536, show_default=True)
 @input_options
-def sample(run, model_file, num, nfe, partition, decoding, beam_width, given, items_file, batch_size, **kwargs):
+def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, items_file, batch_size, **kwargs):
     """Draw permutations from a model, or decode its most likely ones (MODEL -> permutations)."""
-    if beam_width is not None and decoding != "beam":
-        raise CortexError(f"--beam-width applies to --decode beam, not --decode {decoding}")
-    if decoding == "greedy":
+    if beam_width is not None and strategy != "beam":
+        raise CortexError(f"--beam-width applies to --strategy beam, not --strategy {strategy}")
+    if strategy == "greedy":
         beam_width = 1
         if num not in (None, 1):
             raise CortexError(f"-n {num}: greedy decoding finds one permutation per row; "
-                              "use --decode beam to keep several")
-    elif decoding == "beam":
+                              "use --strategy beam to keep several")
+    elif strategy == "beam":
         beam_width = beam_width or 16
         if num is not None and num > beam_width:
             raise CortexError(f"-n {num}: beam search keeps at most --beam-width {beam_width} "
                               "permutations per row; raise --beam-width")
-    num = num or (1000 if decoding == "sample" else 1)
+    num = num or (1000 if strategy == "sample" else 1)
     model = load_model(run, model_file)
     import torch
 
@@ -476,11 +476,11 @@ def sample(run, model_file, num, nfe, partition, decoding, beam_width, given, it
         rows = load_orders(items_file, opts)
         check_n(model, rows, items_file)
         items = row_items(model, rows, items_file)
-        if decoding == "sample":
+        if strategy == "sample":
             items = items.repeat_interleave(num, 0)
             num = len(items)
     generator = run.torch_generator()
-    if decoding == "sample":
+    if strategy == "sample":
         x = model.sample(num, nfe=nfe, partition=partition, given=given_t, generator=generator,
                          batch_size=batch_size, items=items)
         extra = {} if items is None else {"items": items}
@@ -493,7 +493,7 @@ def sample(run, model_file, num, nfe, partition, decoding, beam_width, given, it
     extra = {"log_likelihood": log_likelihood.double()}
     if items is not None:
         extra["items"] = items.repeat_interleave(num, 0)
-    run.info(f"{decoding} decoding: best log-likelihood {float(log_likelihood.max()):.4f}"
+    run.info(f"{strategy} search: best log-likelihood {float(log_likelihood.max()):.4f}"
              + ("" if items is None else f" (mean over rows of the best {float(log_likelihood.view(-1, num)[:, 0].mean()):.4f})"))
     write_orders(run, x.numpy(), model.item_names, extra)
 
