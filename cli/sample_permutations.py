@@ -54,6 +54,20 @@ Logits outside a digit's legal range are -inf, so every sample of a lehmer, fish
 insertion model decodes to a valid permutation. score and evaluate report the exact
 log-likelihood of the sampler actually used (that NFE and partition).
 
+Search strategies (sample --strategy). sample draws random permutations. greedy and beam look for the most
+likely permutations instead (MAP-style decoding, as jigsaw and other tasks with one right answer
+are scored): beam keeps the --beam-width best partial codes of each row and extends them block by
+block (the digits of one block are independent given the earlier ones, so the best joint values of
+a block are found exactly); greedy is beam with width 1, the argmax of each block in turn. For an
+autoregressive model (or a masked model at NFE = n) this is the usual beam search over digits, and
+a width at least the number of permutations is exact MAP. For a masked model at NFE = 1 without
+conditioning, and for product, rim, mallows and gmallows models, the result is the exact mode
+(per-digit argmax: for mallows the centre) and -n K gives the exact K most likely permutations;
+for plackett-luce greedy is the exact mode (items by decreasing weight) and beam searches over
+positions. The log-likelihood of each permutation found is written beside it; without --given it
+equals what score reports for that NFE, partition and --seed (with --given, the log-likelihood
+of the completion given the prefix).
+
 Orderings and rankings. An ordering lists the item at each position, most preferred first; a
 ranking gives the position of each item (the inverse permutation). permutations artifacts and
 PrefLib files hold orderings. Text files hold orderings unless --as rankings is given. Items
@@ -89,6 +103,12 @@ Sample 10000 permutations from a masked model in 2 forward passes and look at th
 
     cortexkit sample-permutations sample mlm.st -n 10000 --nfe 2 --seed 1 | cortexkit inspect -
 
+The 5 most likely permutations of an autoregressive model by beam search (width 32), and the
+mode of a Mallows model (its centre), with their log-likelihoods:
+
+    cortexkit sample-permutations sample ar.st --strategy beam --beam-width 32 -n 5 | cortexkit inspect -
+    cortexkit sample-permutations sample mallows.st --strategy greedy -o mode.st
+
 Complete a partial ranking (items 3 then 7 on top) with a lehmer model:
 
     cortexkit sample-permutations sample model.st -n 5 --given 3,7 | cortexkit convert - out.csv
@@ -113,7 +133,9 @@ Score held-out rankings at NFE 1, 2, 5 and 10:
 - permutations artifact (kind permutations; written by sample and decode, read by every verb)
 :: orderings: (count, n) int16 or int32, item indices 0..n-1, most preferred first. Optional
 items: (count, n) int64, outside ids of each row's local items (MovieLens movie ids); ratings:
-(count, n) float32, the rating of each local item; users: (count,) int64. Metadata
+(count, n) float32, the rating of each local item; users: (count,) int64; log_likelihood:
+(count,) float64, written by sample --strategy greedy|beam, the exact log-likelihood in nats of
+each decoded permutation under the model (rows of one search best first). Metadata
 permutations.items holds item names (JSON list) when known.
 - permutation-codes artifact (written by encode, read by decode) :: codes: (count, n) int16 or
 int32 digits; reference: (n,) int64. Metadata permutations.representation.
@@ -400,11 +422,17 @@ def fit(run, data, kind, representation, reference, condition, smoothing, epochs
 
 @verb(group, "sample", output="artifact", torch_options=True)
 @click.argument("model_file", metavar="MODEL|-")
-@click.option("-n", "--num", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="How many permutations to draw.")
+@click.option("-n", "--num", type=click.IntRange(min=1), default=None,
+              help="sample: how many permutations to draw (default 1000). beam: how many of the "
+                   "best to keep (default 1, at most --beam-width). greedy: 1.")
 @click.option("--nfe", type=click.IntRange(min=1), default=None,
               help="Forward passes of a masked model (default n; products use 1).")
 @nfe_options
+@click.option("--strategy", type=click.Choice(["sample", "greedy", "beam"]), default="sample",
+              show_default=True, help="sample: random draws. greedy: per-step argmax. beam: beam "
+                                      "search for the most likely permutations (MAP-style).")
+@click.option("--beam-width", type=click.IntRange(min=1), default=None,
+              help="--strategy beam: partial codes kept per step (default 16; 1 is greedy).")
 @click.option("--given", default=None, metavar="I,J,...",
               help="Condition on a partial ranking: the top items in order (lehmer, fisher-yates, "
                    "inline, plackett-luce), or the order of the first r reference items (insertion).")
@@ -413,8 +441,21 @@ def fit(run, data, kind, representation, reference, condition, smoothing, epochs
                    "with 'items', or a rating table); -n samples are drawn for each row.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=65536, show_default=True)
 @input_options
-def sample(run, model_file, num, nfe, partition, given, items_file, batch_size, **kwargs):
-    """Draw permutations from a model (MODEL -> permutations artifact)."""
+def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, items_file, batch_size, **kwargs):
+    """Draw permutations from a model, or decode its most likely ones (MODEL -> permutations)."""
+    if beam_width is not None and strategy != "beam":
+        raise CortexError(f"--beam-width applies to --strategy beam, not --strategy {strategy}")
+    if strategy == "greedy":
+        beam_width = 1
+        if num not in (None, 1):
+            raise CortexError(f"-n {num}: greedy decoding finds one permutation per row; "
+                              "use --strategy beam to keep several")
+    elif strategy == "beam":
+        beam_width = beam_width or 16
+        if num is not None and num > beam_width:
+            raise CortexError(f"-n {num}: beam search keeps at most --beam-width {beam_width} "
+                              "permutations per row; raise --beam-width")
+    num = num or (1000 if strategy == "sample" else 1)
     model = load_model(run, model_file)
     import torch
 
@@ -434,12 +475,26 @@ def sample(run, model_file, num, nfe, partition, given, items_file, batch_size, 
             raise CortexError("--items: the model is not conditional (fit it with --condition items)")
         rows = load_orders(items_file, opts)
         check_n(model, rows, items_file)
-        items = row_items(model, rows, items_file).repeat_interleave(num, 0)
-        num = len(items)
+        items = row_items(model, rows, items_file)
+        if strategy == "sample":
+            items = items.repeat_interleave(num, 0)
+            num = len(items)
     generator = run.torch_generator()
-    x = model.sample(num, nfe=nfe, partition=partition, given=given_t, generator=generator,
-                     batch_size=batch_size, items=items)
-    extra = {} if items is None else {"items": items}
+    if strategy == "sample":
+        x = model.sample(num, nfe=nfe, partition=partition, given=given_t, generator=generator,
+                         batch_size=batch_size, items=items)
+        extra = {} if items is None else {"items": items}
+        write_orders(run, x.numpy(), model.item_names, extra)
+        return
+    # the same --seed draws the same random partition as score, so the likelihoods agree
+    x, log_likelihood = model.best(beam_width=beam_width, keep=num, nfe=nfe, partition=partition,
+                                   given=given_t, generator=generator, items=items,
+                                   batch_size=min(batch_size, 4096))
+    extra = {"log_likelihood": log_likelihood.double()}
+    if items is not None:
+        extra["items"] = items.repeat_interleave(num, 0)
+    run.info(f"{strategy} search: best log-likelihood {float(log_likelihood.max()):.4f}"
+             + ("" if items is None else f" (mean over rows of the best {float(log_likelihood.view(-1, num)[:, 0].mean()):.4f})"))
     write_orders(run, x.numpy(), model.item_names, extra)
 
 

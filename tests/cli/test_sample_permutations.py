@@ -204,3 +204,43 @@ def test_conditional_model_on_rating_table(cli, tmp_path, one_line_error):
     one_line_error(cli(TOOL, "sample", model, "-o", tmp_path / "x.st"), f"{TOOL} sample", "--items")
     plain = write_text(tmp_path / "p.txt", [[0, 1, 2, 3, 4]])
     one_line_error(cli(TOOL, "score", model, plain), f"{TOOL} score", "item ids")
+
+
+def test_beam_decoding_pipeline_reports_score_likelihoods(sh, cli, tmp_path, mallows_text, one_line_error):
+    """sample --strategy beam | score: the log-likelihoods written beside the decoded permutations
+    are score's (same NFE, same random partition from the same --seed); greedy is width 1."""
+    model = tmp_path / "mlm.st"
+    proc = cli(TOOL, "fit", mallows_text, "--model", "mlm", "--epochs", "3", "--d-model", "16",
+               "--layers", "1", "--heads", "2", "--ff", "32", "--threads", "1", "-o", model)
+    assert proc.returncode == 0, proc.stderr
+    common = "--nfe 3 --partition random --seed 2 --threads 1"
+    proc = sh(f"cortexkit {TOOL} sample {model} --strategy beam --beam-width 5 -n 4 {common} -o {tmp_path}/b.st"
+              f" && cortexkit {TOOL} score {model} {tmp_path}/b.st {common} --scores {tmp_path}/s.st")
+    assert proc.returncode == 0, proc.stderr
+    beam = load((tmp_path / "b.st").read_bytes())
+    scored = load((tmp_path / "s.st").read_bytes())["log_likelihood"]
+    assert beam["orderings"].shape == (4, 6)
+    assert np.allclose(beam["log_likelihood"], scored, atol=1e-5)
+    assert (np.diff(beam["log_likelihood"]) <= 1e-9).all()  # best first
+    greedy = load(cli(TOOL, "sample", model, "--strategy", "greedy", *common.split()).stdout)
+    width1 = load(cli(TOOL, "sample", model, "--strategy", "beam", "--beam-width", "1", *common.split()).stdout)
+    assert np.array_equal(greedy["orderings"], width1["orderings"])
+    assert greedy["log_likelihood"][0] <= beam["log_likelihood"][0] + 1e-6
+    out = tmp_path / "no.st"
+    one_line_error(cli(TOOL, "sample", model, "--strategy", "beam", "--beam-width", "0", "-o", out),
+                   f"{TOOL} sample", "--beam-width", code=2)
+    one_line_error(cli(TOOL, "sample", model, "--strategy", "beam", "--beam-width", "3", "-n", "5", "-o", out),
+                   f"{TOOL} sample", "at most --beam-width 3")
+    one_line_error(cli(TOOL, "sample", model, "--beam-width", "3", "-o", out), f"{TOOL} sample",
+                   "--strategy beam")
+    assert not out.exists()
+
+
+def test_mallows_greedy_decodes_the_centre(cli, tmp_path, mallows_text):
+    model = tmp_path / "m.st"
+    assert cli(TOOL, "fit", mallows_text, "--model", "mallows", "--reference", "borda", "-o", model).returncode == 0
+    out = load(cli(TOOL, "sample", model, "--strategy", "greedy").stdout)
+    centre = load(model.read_bytes())["reference"]
+    assert out["orderings"].tolist() == [centre.tolist()]
+    scored = yaml.safe_load(cli(TOOL, "score", model, "-", input=cli(TOOL, "sample", model, "--strategy", "greedy").stdout).stdout)
+    assert abs(scored["max_log_likelihood"] - float(out["log_likelihood"][0])) < 1e-9

@@ -73,9 +73,46 @@ class ProductModel:
         """Orderings ``(num, n)``."""
         return R.decode(self.sample_codes(num, generator), self.representation, self.reference)
 
+    def best_codes(self, keep: int = 1, prefix: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The exact ``keep`` most likely codes ``(keep, n)`` and their log-probabilities
+        ``(keep,)``, best first; ``keep = 1`` is the mode, the per-digit argmax (for Mallows the
+        centre, for RIM and products each digit's most likely value). ``prefix`` ``(r,)`` fixes
+        the first digits, whose log-probabilities are then left out (a conditional likelihood)."""
+        table = self.log_probs.to(torch.float64).clone()
+        if prefix is not None and len(prefix):
+            r = len(prefix)
+            table[:r] = float("-inf")
+            table[torch.arange(r), prefix.to(torch.int64)] = 0.0
+        score, values = top_assignments(torch.zeros((), dtype=torch.float64), table, keep)
+        if len(score) < keep or not torch.isfinite(score).all():
+            raise ValueError(f"fewer than {keep} permutations have positive probability; keep fewer")
+        return values, score
+
     def entropy(self) -> float:
         p = self.log_probs.to(torch.float64).exp()
         return float(-(p * self.log_probs.to(torch.float64).clamp(min=-1e300)).nan_to_num().sum())
+
+
+def top_assignments(score: torch.Tensor, logp: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact top-``k`` joint values of independent digits, for every beam at once.
+
+    ``score`` ``(..., )`` the beams' log-probabilities so far; ``logp`` ``(..., b, n)`` the
+    log-probabilities of ``b`` digits that are independent given the beam (one block of a masked
+    sampler, or every digit of a product model; ``-inf`` outside a digit's range).
+    Returns ``(scores (..., k'), values (..., k', b))`` with ``k' = min(k, n**b)``, best first.
+    Digit by digit: the top-k sums of a new digit and the partial assignments only ever use the
+    top-k partial assignments, so keeping k at each step is exact (not a heuristic).
+    """
+    n = logp.shape[-1]
+    best = score[..., None].double()  # (..., c)
+    values = torch.zeros(*best.shape, 0, dtype=torch.int64, device=logp.device)
+    for j in range(logp.shape[-2]):
+        joint = (best[..., :, None] + logp[..., None, j, :].double()).flatten(-2)  # (..., c * n)
+        best, idx = joint.topk(min(k, joint.shape[-1]), dim=-1)
+        parent = torch.div(idx, n, rounding_mode="floor")
+        values = torch.cat([values.gather(-2, parent[..., None].expand(*parent.shape, values.shape[-1])),
+                            (idx % n)[..., None]], dim=-1)
+    return best, values
 
 
 def fit_product(x: torch.Tensor, representation: str, reference: torch.Tensor,
@@ -229,6 +266,38 @@ class PlackettLuce:
         u = torch.rand(num, self.n, generator=generator, dtype=torch.float64).clamp(min=1e-300)
         keys = self.log_weights.to(torch.float64)[None] - torch.log(-torch.log(u))
         return torch.argsort(keys, dim=1, descending=True)
+
+
+def plackett_luce_beam(log_weights: torch.Tensor, beam_width: int = 1, keep: int = 1,
+                       given: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Most likely orderings of a Plackett-Luce model by beam search over positions.
+
+    Width 1 (greedy) is exact: the mode sorts the items by decreasing weight. ``given`` ``(r,)``
+    fixes the top of the ordering (not scored: a conditional likelihood). Returns orderings
+    ``(keep, n)`` and log-probabilities ``(keep,)``, best first.
+    """
+    if beam_width < 1:
+        raise ValueError(f"the beam width must be at least 1, got {beam_width}")
+    if not 1 <= keep <= beam_width:
+        raise ValueError(f"can keep between 1 and the beam width ({beam_width}) orderings, got {keep}")
+    s = log_weights.to(torch.float64)
+    n = s.shape[0]
+    chosen = (torch.zeros(1, 0, dtype=torch.int64) if given is None
+              else given.to(torch.int64)[None].clone())
+    used = torch.zeros(1, n, dtype=torch.bool)
+    used[:, chosen[0]] = True
+    score = torch.zeros(1, dtype=torch.float64)
+    for _ in range(n - chosen.shape[1]):
+        logits = s[None].masked_fill(used, float("-inf"))
+        step = score[:, None] + logits - logits.logsumexp(dim=1, keepdim=True)  # (width, n)
+        score, flat = step.flatten().topk(min(beam_width, int((~used).sum())))
+        parent, item = torch.div(flat, n, rounding_mode="floor"), flat % n
+        chosen = torch.cat([chosen[parent], item[:, None]], dim=1)
+        used = used[parent].clone()
+        used[torch.arange(len(item)), item] = True
+    if len(score) < keep:
+        raise ValueError(f"only {len(score)} orderings are reachable, cannot keep {keep}")
+    return chosen[:keep], score[:keep]
 
 
 def fit_plackett_luce(x: torch.Tensor, l2: float = 0.0, max_iter: int = 500) -> PlackettLuce:

@@ -129,6 +129,44 @@ class PermutationModel:
                               context=self.context_ids(items))
         return R.decode(code, self.representation, self.reference)
 
+    def best(self, *, beam_width: int = 1, keep: int = 1, nfe: int | None = None,
+             partition: str = "contiguous", given: torch.Tensor | None = None,
+             generator: torch.Generator | None = None, items: torch.Tensor | None = None,
+             batch_size: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+        """The most likely orderings (MAP-style decoding) with their exact log-likelihoods.
+
+        One search, or one per row of ``items`` (conditional models); each keeps the ``keep``
+        best of its final beam. Neural models: beam search over the sampler's blocks with
+        ``beam_width`` (1 = greedy, per-block argmax; see :func:`neural.beam_search_codes`).
+        Product models (product, rim, mallows, gmallows): the exact top ``keep`` whatever the
+        width (the mode is the per-digit argmax; for Mallows the centre). Plackett-Luce: beam
+        search over positions, whose width-1 answer (items sorted by weight) is the exact mode.
+        Returns orderings ``(rows * keep, n)`` and log-likelihoods ``(rows * keep,)`` float64,
+        equal to :meth:`log_prob` with the same ``nfe``, ``partition`` (generator state) and
+        ``known = len(given)``.
+        """
+        if beam_width < 1:
+            raise ValueError(f"the beam width must be at least 1, got {beam_width}")
+        if not 1 <= keep <= beam_width:
+            raise ValueError(f"can keep between 1 and the beam width ({beam_width}) permutations, got {keep}")
+        self._check_given(given)
+        if given is not None and len(given) == 0:
+            given = None
+        if self.plackett_luce is not None:
+            return C.plackett_luce_beam(self.plackett_luce.log_weights, beam_width, keep, given)
+        prefix = None if given is None else self.prefix_codes(given)
+        if self.product is not None:
+            if nfe not in (None, 1):
+                raise ValueError(f"a {self.kind} model is a product of digits: it decodes with NFE = 1")
+            code, score = self.product.best_codes(keep, prefix)
+            return R.decode(code, self.representation, self.reference), score
+        context = self.context_ids(items)
+        rows = 1 if context is None else len(context)
+        code, score = N.beam_search_codes(self.net, rows, beam_width=beam_width, keep=keep, nfe=nfe,
+                                          partition=partition, prefix=prefix, context=context,
+                                          generator=generator, batch_size=batch_size)
+        return R.decode(code.flatten(0, 1), self.representation, self.reference), score.flatten()
+
     # ------------------------------------------------------------------------------------------
     def to_tensors(self) -> tuple[dict, dict]:
         """(tensors, metadata) for a ``permutation-model`` artifact."""

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
+from cortexkit.tools.permutations import classical as C
 from cortexkit.tools.permutations import representations as R
 
 MODES = ("ar", "mlm")
@@ -221,6 +222,69 @@ def sample_codes(net: PermutationTransformer, num: int, *, nfe: int | None = Non
             c[:, block] = torch.minimum(draw.to(device), sizes - 1)
         out.append(c.cpu())
     return torch.cat(out)
+
+
+@torch.no_grad()
+def beam_search_codes(net: PermutationTransformer, num: int, *, beam_width: int = 1, keep: int = 1,
+                      nfe: int | None = None, partition: str = "contiguous",
+                      prefix: torch.Tensor | None = None, context: torch.Tensor | None = None,
+                      generator: torch.Generator | None = None,
+                      batch_size: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+    """Most likely codes of the sampler with this NFE and partition, by beam search over blocks.
+
+    ``num`` rows (one per row of ``context``/``prefix`` when given, else copies of the same
+    search); each keeps ``beam_width`` partial codes, extended block by block: the exact top
+    ``beam_width`` joint values of the block's (independent) digits per beam, then the best
+    ``beam_width`` over all beams. ``beam_width = 1`` is greedy decoding (per-block argmax); a
+    width at least the number of codes is exact MAP. For an autoregressive model (or a masked
+    model at NFE = n) the blocks are single digits, the usual beam search; for NFE = 1 without
+    conditioning the model is a product and any width gives the exact top ``beam_width``.
+    Returns ``(codes (num, keep, n), log_prob (num, keep) float64)``, best first; ``log_prob``
+    is the exact log-likelihood of the free digits under that sampler (as :func:`log_prob_codes`
+    with ``known`` = prefix length). Illegal values have ``-inf`` log-probability and are never
+    kept ahead of a legal one.
+    """
+    if beam_width < 1:
+        raise ValueError(f"the beam width must be at least 1, got {beam_width}")
+    if not 1 <= keep <= beam_width:
+        raise ValueError(f"can keep between 1 and the beam width ({beam_width}) codes per row, got {keep}")
+    net.eval()
+    n = net.config.n
+    device = next(net.parameters()).device
+    known = 0 if prefix is None else prefix.shape[-1]
+    blocks = _blocks(net, known, nfe, partition, generator)
+    rows_per_chunk = max(1, batch_size // beam_width)
+    codes, scores = [], []
+    for start in range(0, num, rows_per_chunk):
+        size = min(rows_per_chunk, num - start)
+        c = torch.full((size, 1, n), net.mask_token, dtype=torch.int64, device=device)
+        if known:
+            c[:, 0, :known] = (prefix.to(device).expand(size, known) if prefix.dim() == 1
+                               else prefix[start:start + size].to(device))
+        ctx = None if context is None else context[start:start + size].to(device)
+        score = torch.zeros(size, 1, dtype=torch.float64, device=device)
+        for block in blocks:
+            width = c.shape[1]
+            inp = c.flatten(0, 1)
+            if net.config.mode == "ar":  # masks are never read by a causal model before use
+                inp = inp.clamp(max=n - 1)
+            beam_ctx = None if ctx is None else ctx.repeat_interleave(width, dim=0)
+            logp = net(inp, beam_ctx)[:, block].view(size, width, len(block), n)
+            cand, values = C.top_assignments(score, logp, beam_width)  # (size, width, k), (.., k, b)
+            k = cand.shape[-1]
+            score, flat = cand.flatten(1).topk(min(beam_width, width * k), dim=1)
+            parent = torch.div(flat, k, rounding_mode="floor")
+            chosen = values.flatten(1, 2).gather(1, flat[..., None].expand(*flat.shape, len(block)))
+            c = c.gather(1, parent[..., None].expand(*parent.shape, n)).clone()
+            c[:, :, block.to(device)] = chosen
+        if c.shape[1] < keep:
+            raise ValueError(f"only {c.shape[1]} codes are reachable, cannot keep {keep}")
+        codes.append(c[:, :keep].cpu())
+        scores.append(score[:, :keep].cpu())
+    codes, scores = torch.cat(codes), torch.cat(scores)
+    if not torch.isfinite(scores).all():
+        raise ValueError(f"fewer than {keep} codes have positive probability; keep fewer")
+    return codes, scores
 
 
 def first_digit_table(net: PermutationTransformer) -> torch.Tensor:
