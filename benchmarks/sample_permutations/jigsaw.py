@@ -121,21 +121,8 @@ class PointerTransformer(N.PermutationTransformer):
         return torch.stack(rows, dim=1)
 
     def forward(self, digits: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
-        batch, n = digits.shape
         free = self.free_cells(digits)  # row j depends on digits < j only
-        bos = torch.full((batch, 1), self.bos_token, dtype=digits.dtype, device=digits.device)
-        h = self.digit_embedding(torch.cat([bos, digits[:, :-1]], dim=1)) + self.position_embedding
-        m = 0
-        if context is not None:
-            ctx = self.context_projection(context)
-            if self.config.context_aligned:
-                h = h + ctx
-            ctx = ctx + self.context_type
-            m = ctx.shape[1]
-            if self.config.context_len:
-                ctx = ctx + self.context_position[:m]
-            h = torch.cat([ctx, h], dim=1)
-        h = self.norm(self.encoder(h, mask=self._attention_mask(m, h.device))[:, m:])  # (B, n, d)
+        h = self.features(digits, context)  # (B, n, d), AR: causal over the digits
         keys = self.cell_embedding[free]  # (B, n, n, d)
         logits = torch.einsum("bjd,bjvd->bjv", h, keys) / math.sqrt(self.config.d_model) + self.cell_bias[free]
         logits = logits.masked_fill(~self.legal, float("-inf"))

@@ -97,7 +97,8 @@ class PermutationTransformer(nn.Module):
         mask[:m, m:] = float("-inf")  # conditioning tokens do not look at digits
         return mask
 
-    def forward(self, digits: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
+    def features(self, digits: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
+        """Normalised hidden states of the digit positions, ``(batch, n, d_model)``, before the head."""
         batch, n = digits.shape
         if self.config.mode == "ar":  # position i sees BOS, c_0 .. c_{i-1}
             bos = torch.full((batch, 1), self.bos_token, dtype=digits.dtype, device=digits.device)
@@ -121,7 +122,10 @@ class PermutationTransformer(nn.Module):
                 ctx = ctx + self.context_position[:m]
             h = torch.cat([ctx, h], dim=1)
         h = self.encoder(h, mask=self._attention_mask(m, h.device))
-        logits = self.head(self.norm(h[:, m:]))
+        return self.norm(h[:, m:])
+
+    def forward(self, digits: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
+        logits = self.head(self.features(digits, context))
         logits = logits.masked_fill(~self.legal, float("-inf"))
         return torch.log_softmax(logits, dim=-1)
 
