@@ -55,8 +55,9 @@ random forest and sbibm's MLP, MMD, NLTP, or simulation-based calibration).
 
 Built-in tasks (--task, --fidelity hf|lf): ou (HF: Euler-Maruyama OU process, dt 0.1, gamma 0.5,
 x0 ~ N(mu + 3, 1), 101 steps, values at steps 0, 10, ..., 90; LF: 10 i.i.d. N(mu, sigma) draws),
-slcp (LF: mean fixed to 0), sir (HF: I at days 0, 17, ..., 153; LF: every 32 days, last value
-repeated), two_moons and gaussian_linear (HF only), all vectorised.
+slcp (LF: mean fixed to 0), sir (HF: I at days 0, 17, ..., 153; LF: a solver saving every 4 days,
+read at days 0, 16, 36, 52, 72, 88, 108, 124, 144, 160), two_moons and gaussian_linear (HF only),
+all vectorised.
 
 An external simulator (--simulator-cmd 'CMD') is run by the shell once per chunk of --chunk-size
 parameter vectors: it reads a safetensors file with tensor theta (n, d) on stdin and writes a

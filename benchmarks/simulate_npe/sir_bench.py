@@ -2,10 +2,11 @@
 against sbibm's reference posteriors (10 observations).
 
 The paper's SIR training sets are not public offline, so LF (coarse time grid) and HF (sbibm SIR)
-sets are simulated here with cortexkit's built-in vectorised simulators, once, with fixed seeds;
-every method of a seed sees the same files.
+sets are simulated here with cortexkit's built-in vectorised simulators, once, with fixed seeds
+(HF and LF from separate generators, so the HF sets do not depend on the LF options); every method
+of a seed sees the same files. LF sets of several sizes are prefixes of one simulated set.
 
-    python benchmarks/simulate_npe/sir_bench.py --n-hf 50 100 1000 --n-lf 10000 --seeds 12 --out S.jsonl
+    python benchmarks/simulate_npe/sir_bench.py --n-hf 50 100 1000 --n-lf 10000 100000 --seeds 12 --out S.jsonl
     python benchmarks/simulate_npe/ou_bench.py summarize S.jsonl --task sir --yaml sir.yaml
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ou_bench import emit  # noqa: E402
 
 from cortexkit.tools.npe import methods as M  # noqa: E402
 from cortexkit.tools.npe import metrics as Q  # noqa: E402
+from cortexkit.tools.npe import tasks as T  # noqa: E402
 from cortexkit.tools.npe.tasks import get_task  # noqa: E402
 
 REF = Path(os.environ.get("CORTEXKIT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) / "npe" / "sbibm_reference" / "sir.safetensors"
@@ -38,7 +40,9 @@ def sbi_prior():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n-hf", type=int, nargs="+", default=[50, 100, 1000])
-    ap.add_argument("--n-lf", type=int, default=10_000)
+    ap.add_argument("--n-lf", type=int, nargs="+", default=[10_000])
+    ap.add_argument("--lf-saveat", type=float, default=None,
+                    help="days between the coarse solver's outputs (default: the built-in LF's, 4; the official config's is 32)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[12])
     ap.add_argument("--samples", type=int, default=1000, help="posterior and reference samples per C2ST (paper: 10000)")
     ap.add_argument("--sbi-estimator", default="zuko_nsf")
@@ -48,10 +52,12 @@ def main():
     task = get_task("sir")
     ref = load_file(str(REF))
     g = torch.Generator().manual_seed(2026)
-    th_lf = task.prior.sample(args.n_lf, g)
-    x_lf = task.simulator("lf")(th_lf, g)
     th_hf_all = task.prior.sample(max(args.n_hf), g)
     x_hf_all = task.simulator("hf")(th_hf_all, g)
+    g_lf = torch.Generator().manual_seed(2027)
+    th_lf_all = task.prior.sample(max(args.n_lf), g_lf)
+    saveat = T.SIR_LF_SAVEAT if args.lf_saveat is None else args.lf_saveat
+    x_lf_all = T.sir_lf(th_lf_all, g_lf, saveat=saveat)
 
     def c2st(sample_fn):
         vals = []
@@ -62,22 +68,25 @@ def main():
         return vals
 
     for seed in args.seeds:
-        t0 = time.process_time()
-        pre, h = M.fit_npe(task.prior, th_lf, x_lf, train_cfg=M.TrainConfig(lr=M.LR_PRETRAIN), seed=seed)
-        emit(args.out, {"phase": "pretrain", "task": "sir", "n_lf": args.n_lf, "seed": seed, "epochs": h.epochs,
-                        "cpu_s": time.process_time() - t0})
-        tag = len(str(args.n_lf)) - 1
+        pre = {}
+        for n_lf in args.n_lf:
+            t0 = time.process_time()
+            pre[n_lf], h = M.fit_npe(task.prior, th_lf_all[:n_lf], x_lf_all[:n_lf],
+                                     train_cfg=M.TrainConfig(lr=M.LR_PRETRAIN), seed=seed)
+            emit(args.out, {"phase": "pretrain", "task": "sir", "n_lf": n_lf, "lf_saveat": saveat, "seed": seed,
+                            "epochs": h.epochs, "cpu_s": time.process_time() - t0})
         for n_hf in args.n_hf:
             th, x = th_hf_all[:n_hf], x_hf_all[:n_hf]
             t0 = time.process_time()
             npe, h = M.fit_npe(task.prior, th, x, seed=seed)
-            t_npe, e_npe = time.process_time() - t0, h.epochs
-            t0 = time.process_time()
-            mf, h = M.fine_tune(pre, th, x, seed=seed, refit_x_stats=True)
-            t_mf, e_mf = time.process_time() - t0, h.epochs
-            for method, model, t, ep in (("npe", npe, t_npe, e_npe), (f"mf-npe{tag}", mf, t_mf, e_mf)):
+            runs = [("npe", npe, time.process_time() - t0, h.epochs)]
+            for n_lf in args.n_lf:
+                t0 = time.process_time()
+                mf, h = M.fine_tune(pre[n_lf], th, x, seed=seed, refit_x_stats=True)
+                runs.append((f"mf-npe{len(str(n_lf)) - 1}", mf, time.process_time() - t0, h.epochs))
+            for method, model, t, ep in runs:
                 emit(args.out, {"phase": "amortized", "task": "sir", "method": method, "tool": "cortexkit", "n_hf": n_hf,
-                                "seed": seed, "train_cpu_s": t, "epochs": ep,
+                                "seed": seed, "train_cpu_s": t, "epochs": ep, "lf_saveat": saveat,
                                 "rf_c2st": c2st(lambda xo, n, m=model: m.sample(n, xo))})
             from sbi.inference import NPE
 

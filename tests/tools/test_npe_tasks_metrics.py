@@ -55,13 +55,25 @@ def test_sir_rk4_matches_scipy():
         assert np.allclose(got[i], sol.y[1], rtol=1e-4, atol=1e-2)
 
 
-def test_sir_outputs_binomial_counts_and_lf_repeats_last_point():
-    theta = torch.tensor([[0.6, 0.1]]).expand(5, 2)
+def test_sir_outputs_binomial_counts_and_lf_grids():
+    theta = torch.tensor([[0.6, 0.1]]).expand(20_000, 2)
     hf = T.sir_hf(theta, torch.Generator().manual_seed(0))
     lf = T.sir_lf(theta, torch.Generator().manual_seed(0))
-    assert hf.shape == lf.shape == (5, 10)
+    assert hf.shape == lf.shape == (20_000, 10)
     assert torch.equal(hf, hf.round()) and (hf >= 0).all() and (hf <= 1000).all()
-    assert torch.equal(lf[:, 5:], lf[:, 5:6].expand(5, 5))
+    # the LF days follow the coarse solver's rule: 10 evenly spaced (rounded) indices of its save grid
+    for saveat in (1.0, 4.0, 8.0):
+        steps = int(160 / saveat) + 1
+        idx = torch.linspace(0, steps - 1, 10).round().long()
+        assert T.sir_lf_times(saveat) == [float(i) * saveat for i in idx]
+    assert T.sir_lf_times(32) == [0.0, 32.0, 64.0, 96.0, 128.0] + [160.0] * 5
+    # counts are Binomial(1000, I(t)/N) at those days
+    p = T.sir_infected(theta[:1], T.SIR_LF_TIMES)[0] / 1e6
+    assert lf.double().mean(0).numpy() == pytest.approx((1000 * p).numpy(), abs=0.05 + 4 * math.sqrt(1000 * 0.25 / 20_000))
+    # repeated days of the coarsest grid are independent draws of the same binomial
+    coarse = T.sir_lf(theta, torch.Generator().manual_seed(1), saveat=32)
+    assert not torch.equal(coarse[:, 5], coarse[:, 9])
+    assert float(coarse[:, 5].mean()) == pytest.approx(float(coarse[:, 9].mean()), abs=0.5)
 
 
 def test_slcp_covariance_and_fixed_mean_lf():

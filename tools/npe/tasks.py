@@ -12,7 +12,8 @@ slcp      theta ~ U[-3, 3]^5; 4 draws of N(m, S), m = theta[:2], s1 = theta3^2, 
 sir       (beta, gamma) ~ LogNormal(log 0.4, 0.5) x LogNormal(log 1/8, 0.2); SIR ODE, N = 1e6, I0 = 1,
           160 days; x = Binomial(1000, I(t)/N) at
   hf      t = 0, 17, ..., 153 (sbibm)
-  lf      t = 0, 32, ..., 160 with the last value repeated to length 10 (coarse time resolution)
+  lf      solver output every 4 days, 10 of its days evenly spaced: t = 0, 16, 36, ..., 144, 160
+          (coarse time resolution; sir_lf(..., saveat=32) gives the coarser t = 0, 32, ..., 160, 160, ...)
 two_moons        sbibm two moons, theta ~ U[-1, 1]^2, x (2,)
 gaussian_linear  sbibm, theta ~ N(0, 0.1 I_10), x ~ N(theta, 0.1 I_10)
 """
@@ -109,7 +110,8 @@ SIR_DT = 0.05  # RK4 step in days; differences to an adaptive solver are far bel
 
 
 def sir_infected(theta: torch.Tensor, times: list[float], dt: float = SIR_DT) -> torch.Tensor:
-    """I(t) of the SIR ODE (S' = -b S I / N, I' = b S I / N - g I) at the given integer days -> (n, len(times))."""
+    """I(t) of the SIR ODE (S' = -b S I / N, I' = b S I / N - g I) at the given integer days -> (n, len(times));
+    times may repeat."""
     b, gm = theta[:, 0].double(), theta[:, 1].double()
     n = theta.shape[0]
     y = torch.stack([torch.full((n,), SIR_N - 1.0, dtype=torch.float64), torch.ones(n, dtype=torch.float64)], 1)
@@ -120,12 +122,14 @@ def sir_infected(theta: torch.Tensor, times: list[float], dt: float = SIR_DT) ->
         return torch.stack([-inf, inf - gm * i], 1)
 
     steps_per_day = round(1 / dt)
-    want = {round(t * steps_per_day): k for k, t in enumerate(times)}
+    want = {}
+    for k, t in enumerate(times):
+        want.setdefault(round(t * steps_per_day), []).append(k)
     out = torch.empty(n, len(times), dtype=torch.float64)
     last = max(want)
     for step in range(last + 1):
-        if step in want:
-            out[:, want[step]] = y[:, 1]
+        for k in want.get(step, ()):
+            out[:, k] = y[:, 1]
         if step == last:
             break
         k1 = f(y)
@@ -143,17 +147,29 @@ def _sir(theta, g, times):
     return torch.binomial(torch.full_like(p, SIR_COUNT), p, generator=g).float()
 
 
+def sir_lf_times(saveat: float) -> list[float]:
+    """The 10 observation days of the coarse-resolution SIR: the solver keeps days 0, saveat, ..., <= 160;
+    10 of them are taken evenly spaced (rounded indices); with fewer than 10 the last one repeats
+    (each repeat an independent binomial draw)."""
+    steps = int(math.floor(SIR_DAYS / saveat + 1e-9)) + 1
+    if steps < 10:
+        idx = list(range(steps)) + [steps - 1] * (10 - steps)
+    else:
+        idx = [round(k * (steps - 1) / 9) for k in range(10)]
+    return [float(i * saveat) for i in idx]
+
+
 SIR_HF_TIMES = [float(t) for t in range(0, 161, 17)]
-SIR_LF_TIMES = [0.0, 32.0, 64.0, 96.0, 128.0, 160.0, 160.0, 160.0, 160.0, 160.0]
+SIR_LF_SAVEAT = 4.0
+SIR_LF_TIMES = sir_lf_times(SIR_LF_SAVEAT)  # 0, 16, 36, 52, 72, 88, 108, 124, 144, 160
 
 
 def sir_hf(theta, g=None):
     return _sir(theta, g, SIR_HF_TIMES)
 
 
-def sir_lf(theta, g=None):
-    # the coarse solver only has values every 32 days; the last is repeated to keep HF's 10 entries
-    return _sir(theta, g, SIR_LF_TIMES[:6])[:, [0, 1, 2, 3, 4, 5, 5, 5, 5, 5]]
+def sir_lf(theta, g=None, saveat: float = SIR_LF_SAVEAT):
+    return _sir(theta, g, sir_lf_times(saveat))
 
 
 # --------------------------------------------------------------------------------------------- sbibm
