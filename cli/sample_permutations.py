@@ -140,10 +140,10 @@ Jigsaw puzzles: row i of train.st holds the grid cell of each shuffled piece (an
 read as "position = piece, item = cell"), ctrain.st the pieces' flattened pixels, context
 (N, 9, 81) for 3x3 puzzles of 9x9 patches; solve test puzzles by beam search and score them:
 
-    cortexkit sample-permutations fit train.st --model ar --representation lehmer \
-        --condition features --context ctrain.st --head pointer --context-encoder mlp \
+    cortexkit sample-permutations fit train.st --model ar --representation lehmer \\
+        --condition features --context ctrain.st --head pointer --context-encoder mlp \\
         --epochs 20 --lr 2e-3 --batch-size 128 -o jigsaw.st
-    cortexkit sample-permutations sample jigsaw.st --strategy beam --beam-width 5 \
+    cortexkit sample-permutations sample jigsaw.st --strategy beam --beam-width 5 \\
         --context ctest.st -o solved.st
     cortexkit sample-permutations score jigsaw.st test.st --context ctest.st | yq .mean_nll
 
@@ -177,8 +177,8 @@ with the architecture in metadata permutations.net (JSON). Metadata permutations
 permutations.n, permutations.representation, permutations.info (fit summary, JSON).
 - scores artifact (kind permutation-scores; score --scores PATH) :: log_likelihood: (count,)
 float64 in nats.
-- context file (--context FILE; read by fit --condition features, sample, score, evaluate) ::
-any safetensors file (any kind, or none) holding context: (N, m, d) float16/32/64, m feature
+- context file (--context FILE) :: read by fit --condition features, sample, score and
+evaluate: any safetensors file (any kind, or none) holding context: (N, m, d) float16/32/64, m feature
 tokens of d values for each of the N permutations it goes with, row by row; NaN or infinite
 values are rejected. Feature-conditioned models store the token shape in permutations.net
 (context_len = m, context_dim = d) and their encoder in net.context_projection.*; pointer-head

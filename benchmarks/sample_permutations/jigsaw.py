@@ -23,6 +23,10 @@ alike. The last ``--val-images`` of the 8000 training images are held out as a v
 (reported beside test, for choosing settings without looking at test). Reported: fraction of
 puzzles fully solved and of pieces in place on the 2000 test images, parameter counts, times.
 
+With ``--head pointer`` (AR Lehmer only) the digit transformer uses the tool's pointer head
+(``NetConfig(head="pointer")``, see ``neural.py``). jigsaw_cli.py runs the same figure through the
+installed CLI instead (raw patch pixels as ``--context``, no CNN).
+
     OMP_NUM_THREADS=1 python benchmarks/sample_permutations/jigsaw.py [--epochs 8] [--grids 2,3]
 """
 

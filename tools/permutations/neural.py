@@ -15,6 +15,16 @@ A masked model samples with any NFE = k: a partition of the digits into k blocks
 drawn in parallel given the earlier ones; its exact log-likelihood is
 ``sum_b sum_{j in block b} log p(c_j | blocks < b)``, which is what :func:`log_prob` returns.
 At NFE = 1 without conditioning the masked model is a product of per-digit categoricals.
+
+Conditioning tokens are item ids (``context_vocab``) or feature vectors (``context_dim``, mapped
+to ``d_model`` by a linear layer or a one-hidden-layer MLP, ``context_encoder``). Two output heads:
+
+* ``linear``: logits ``W h_i + b`` over the n digit values;
+* ``pointer`` (AR Lehmer codes with one aligned token per item): Lehmer digit j is the index of
+  item x_j among the items not yet placed, so the head replays digits ``< j`` to list the free
+  items ``free_j`` in increasing order and scores ``logit[j, v] = <h_j, E[free_j[v]]> / sqrt(d)
+  + b[free_j[v]]`` with a learned item table ``E`` ``(n, d)`` and bias ``b`` ``(n,)`` (the linear
+  head's size), ``-inf`` outside ``[0, n-1-j]``: still one exact categorical per digit.
 """
 
 from __future__ import annotations
