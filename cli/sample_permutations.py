@@ -435,9 +435,7 @@ def nfe_options(func):
 @click.option("--head", type=click.Choice(["linear", "pointer"]), default="linear", show_default=True,
               help="ar lehmer: digit j points at a free item.")
 @click.option("--context-encoder", type=click.Choice(["linear", "mlp"]), default="linear",
-              show_default=True, hidden=True,
-              help="--condition features: feature tokens -> d-model by a linear map or a one-hidden-"
-                   "layer MLP (GELU).")
+              show_default=True, help="mlp: one hidden layer (--context-hidden).")
 @click.option("--context-hidden", type=click.IntRange(min=1), default=None, hidden=True,
               help="Hidden width of the mlp context encoder (default --ff).")
 @click.option("--smoothing", type=click.FloatRange(min=0), default=0.5, show_default=True,

@@ -40,8 +40,8 @@ def pointer_model(cli, conditional):
 def test_pointer_model_decodes_held_out_contexts(sh, cli, conditional, pointer_model):
     tmp, truth = conditional
     common = f"--context {tmp}/ctest.st --threads 1"
-    proc = sh(f"cortexkit {TOOL} sample {pointer_model} --strategy greedy {common} -o {tmp}/g.st && "
-              f"cortexkit {TOOL} score {pointer_model} {tmp}/g.st {common} --scores {tmp}/s.st")
+    proc = sh(f"cortexkit {TOOL} sample {pointer_model} --strategy greedy {common} | tee {tmp}/g.st | "
+              f"cortexkit {TOOL} score {pointer_model} - {common} --scores {tmp}/s.st")
     assert proc.returncode == 0, proc.stderr
     greedy = load((tmp / "g.st").read_bytes())
     assert greedy["orderings"].shape == truth.shape
