@@ -82,10 +82,26 @@ local item k is the k-th most popular of the row's movies (popularity from train
 the identity reference is popularity order. Users are split --test-fraction by --split-seed and
 --split train|test|all picks a side.
 
-Conditional models (fit --condition items, ar or mlm only) also read each row's outside item
-ids (the movie ids of a rating table, or the items tensor of a permutations artifact): item k
-of a row becomes a conditioning token, added to digit k and visible to every digit. score and
-evaluate then need rows with items, and sample needs --items FILE (-n samples per row).
+Conditional models (ar or mlm only) learn p(permutation | row context). fit --condition items
+reads each row's outside item ids (the movie ids of a rating table, or the items tensor of a
+permutations artifact): item k of a row becomes a conditioning token, added to digit k and
+visible to every digit; score and evaluate then need rows with items, and sample needs --items
+FILE (-n samples per row). fit --condition features --context FILE reads feature vectors
+instead: FILE's context tensor (N, m, d) holds m tokens of d floats for each of the N rows of
+DATA, in the same order (say the pixels of each jigsaw piece). The tokens are mapped to the
+model width by --context-encoder linear (default) or mlp (one hidden layer of --context-hidden
+units, GELU) and are visible to every digit; with m = n token i is also added to digit i, so
+write DATA so that position i of a row is what token i describes (for lehmer codes digit i is
+about position i of the ordering). score, evaluate and sample then need --context FILE with
+one row per permutation (sample: one permutation per context row, or -n per row).
+
+Pointer head (fit --head pointer; --model ar --representation lehmer with one aligned token per
+item). Lehmer digit j is the index of item x_j among the items not yet placed; instead of a
+linear layer over the n digit values, the pointer head lists those free items in increasing
+order (replaying the earlier digits) and scores value v by <h_j, E[free_j(v)]>/sqrt(d) + b[free_j(v)]
+with a learned item table E and bias b, -inf outside [0, n-1-j]: still one exact categorical
+per digit, the same size as the linear head, and better where a digit's meaning (which item)
+depends on the earlier digits, as in jigsaw puzzles.
 
 Bad input (an item repeated or missing, ragged rows, items outside 0..n-1, a NaN rating, an n
 that does not match the model) is rejected with one line naming the row, before any work, and
@@ -120,6 +136,19 @@ whose order of the 3 most popular of their 10 movies is known (2, then 0, then 1
         --condition items -o ml.st
     cortexkit sample-permutations sample ml.st --items u.data --split test -n 32 --given 2,0,1 -o c.st
 
+Jigsaw puzzles: row i of train.st holds the grid cell of each shuffled piece (an ordering
+read as "position = piece, item = cell"), ctrain.st the pieces' flattened pixels, context
+(N, 9, 81) for 3x3 puzzles of 9x9 patches; solve test puzzles by beam search and score them:
+
+    cortexkit sample-permutations fit train.st --model ar --representation lehmer \\
+        --condition features --context ctrain.st --head pointer --context-encoder mlp \\
+        --epochs 20 --lr 2e-3 --batch-size 128 -o jigsaw.st
+    cortexkit sample-permutations sample jigsaw.st --strategy beam --beam-width 5 \\
+        --context ctest.st -o solved.st
+    cortexkit sample-permutations score jigsaw.st test.st --context ctest.st | yq .mean_nll
+
+A context file from numpy: np.savez("c.npz", context=x) then cortexkit convert c.npz c.st.
+
 Encode orderings as insertion vectors relative to their Borda order, and back:
 
     cortexkit sample-permutations encode orders.txt --representation insertion --reference borda \\
@@ -148,6 +177,12 @@ with the architecture in metadata permutations.net (JSON). Metadata permutations
 permutations.n, permutations.representation, permutations.info (fit summary, JSON).
 - scores artifact (kind permutation-scores; score --scores PATH) :: log_likelihood: (count,)
 float64 in nats.
+- context file (--context FILE) :: read by fit --condition features, sample, score and
+evaluate: any safetensors file (any kind, or none) holding context: (N, m, d) float16/32/64, m feature
+tokens of d values for each of the N permutations it goes with, row by row; NaN or infinite
+values are rejected. Feature-conditioned models store the token shape in permutations.net
+(context_len = m, context_dim = d) and their encoder in net.context_projection.*; pointer-head
+models hold net.item_embedding (n, d-model) and net.item_bias (n,) instead of net.head.*.
 """,
     "SEE ALSO": "cortexkit(1), cortexkit-inspect(1), cortexkit-convert(1)",
     "REFERENCE": """
@@ -305,6 +340,42 @@ def row_items(model, orders, source):
     return torch.as_tensor(orders.items)
 
 
+def read_context(run, source, rows):
+    """The ``context`` tensor (rows, m, d) float32 of a safetensors file, checked before work."""
+    import torch
+
+    art = run.read_artifact(source)
+    ctx = art.tensor("context")
+    if not torch.is_floating_point(ctx) or ctx.dim() != 3:
+        raise CortexError(f"{art.source}: 'context' must be a float tensor (rows, tokens, features), "
+                          f"got {str(ctx.dtype).replace('torch.', '')} of shape {tuple(ctx.shape)}")
+    if rows is not None and len(ctx) != rows:
+        raise CortexError(f"{art.source}: holds {len(ctx)} context rows, the permutations {rows}; "
+                          "give one context row per permutation, in the same order")
+    finite = torch.isfinite(ctx).flatten(1).all(1)
+    if not finite.all():
+        row = int((~finite).nonzero()[0, 0])
+        raise CortexError(f"{art.source}: context row {row + 1} holds NaN or infinite values")
+    return ctx.float()
+
+
+def model_context(run, model, source, rows):
+    """The feature context of a conditional model (None for models that take none)."""
+    shape = model.context_shape
+    if shape is None:
+        if source is not None:
+            raise CortexError("--context: the model takes no feature context "
+                              "(fit it with --condition features --context FILE)")
+        return None
+    if source is None:
+        raise CortexError(f"the model is conditioned on feature tokens {shape}: give --context FILE")
+    ctx = read_context(run, source, rows)
+    if tuple(ctx.shape[1:]) != shape:
+        raise CortexError(f"{source}: context rows are {tuple(ctx.shape[1:])} (tokens, features), "
+                          f"the model takes {shape}")
+    return ctx
+
+
 def check_n(model, orders, source):
     n = orders.orderings.shape[1]
     if n != model.n:
@@ -356,10 +427,17 @@ def nfe_options(func):
 @click.option("--representation", type=click.Choice(REPRESENTATIONS), default="insertion",
               show_default=True, help="Digit code the model works on.")
 @click.option("--reference", default="identity", show_default=True, metavar="identity|borda|FILE",
-              help="Reference order of lehmer and insertion codes (and the Mallows centre).")
-@click.option("--condition", type=click.Choice(["none", "items"]), default="none", show_default=True,
-              help="ar/mlm: condition on each row's outside item ids (the 'items' tensor, e.g. "
-                   "MovieLens movie ids), one token per item.")
+              help="Reference order of lehmer/insertion codes (the Mallows centre).")
+@click.option("--condition", type=click.Choice(["none", "items", "features"]), default="none",
+              show_default=True, help="ar/mlm: on each row's 'items' ids or --context.")
+@click.option("--context", "context_file", default=None, metavar="FILE",
+              help="'context' (rows, m, d) for --condition features.")
+@click.option("--head", type=click.Choice(["linear", "pointer"]), default="linear", show_default=True,
+              help="ar lehmer: digit j points at a free item.")
+@click.option("--context-encoder", type=click.Choice(["linear", "mlp"]), default="linear",
+              show_default=True, help="mlp: one hidden layer (--context-hidden).")
+@click.option("--context-hidden", type=click.IntRange(min=1), default=None, hidden=True,
+              help="Hidden width of the mlp context encoder (default --ff).")
 @click.option("--smoothing", type=click.FloatRange(min=0), default=0.5, show_default=True,
               help="product/rim: pseudo-counts added to every legal digit value.")
 @click.option("--epochs", type=click.IntRange(min=1), default=100, show_default=True)
@@ -378,14 +456,24 @@ def nfe_options(func):
 @click.option("--ff", type=click.IntRange(min=4), default=128, show_default=True)
 @click.option("--dropout", type=click.FloatRange(0, 1), default=0.1, show_default=True)
 @input_options
-def fit(run, data, kind, representation, reference, condition, smoothing, epochs, batch_size, lr, weight_decay,
-        val_fraction, patience, val_nfe, d_model, layers, heads, ff, dropout, **kwargs):
+def fit(run, data, kind, representation, reference, condition, context_file, head, context_encoder,
+        context_hidden, smoothing, epochs, batch_size, lr, weight_decay, val_fraction, patience, val_nfe,
+        d_model, layers, heads, ff, dropout, **kwargs):
     """Fit a model to permutations (DATA -> permutation-model artifact)."""
     opts = pop_input(kwargs)
     if d_model % heads:
         raise CortexError(f"--d-model {d_model} must be a multiple of --heads {heads}")
-    if condition == "items" and kind not in ("ar", "mlm"):
-        raise CortexError(f"--condition items needs a neural model (--model ar or mlm), not {kind}")
+    if condition != "none" and kind not in ("ar", "mlm"):
+        raise CortexError(f"--condition {condition} needs a neural model (--model ar or mlm), not {kind}")
+    if condition == "features" and context_file is None:
+        raise CortexError("--condition features needs --context FILE (a 'context' tensor, one row per permutation)")
+    if context_file is not None and condition != "features":
+        raise CortexError("--context is read by --condition features; add it (or drop --context)")
+    if head == "pointer" and (kind != "ar" or representation != "lehmer" or condition == "none"):
+        raise CortexError("--head pointer needs --model ar --representation lehmer and aligned "
+                          "conditioning (--condition features with one token per item, or items)")
+    if (context_encoder != "linear" or context_hidden is not None) and condition != "features":
+        raise CortexError("--context-encoder and --context-hidden apply to --condition features")
     orders = load_orders(data, opts)
     if condition == "items" and orders.items is None:
         raise CortexError(f"{data}: --condition items needs per-row item ids (a rating table or a "
@@ -398,6 +486,12 @@ def fit(run, data, kind, representation, reference, condition, smoothing, epochs
     from cortexkit.tools.permutations import neural as N
 
     x = torch.as_tensor(orders.orderings)
+    context = None
+    if condition == "features":
+        context = read_context(run, context_file, len(x))
+        if head == "pointer" and context.shape[1] != x.shape[1]:
+            raise CortexError(f"--head pointer needs one context token per item ({x.shape[1]}); "
+                              f"{context_file} has {context.shape[1]} per row")
     ref = parse_reference(reference, orders.orderings, x.shape[1])
     if kind == "plackett-luce" and reference != "identity":
         run.warn("plackett-luce has no reference order; --reference ignored")
@@ -407,11 +501,15 @@ def fit(run, data, kind, representation, reference, condition, smoothing, epochs
     train_config = N.TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
                                  val_fraction=val_fraction, patience=patience, val_nfe=val_nfe)
     net_config = dict(d_model=d_model, layers=layers, heads=heads, ff=ff, dropout=dropout)
+    if head != "linear":
+        net_config["head"] = head
+    if condition == "features":
+        net_config.update(context_encoder=context_encoder, context_hidden=context_hidden or 0)
     fitted = M.fit(x, kind, representation=representation, reference=ref, smoothing=smoothing,
                    net_config=net_config, train_config=train_config, generator=run.torch_generator(),
                    progress=lambda it: run.progress(it, desc="epochs"), log=run.detail,
                    items=torch.as_tensor(orders.items) if condition == "items" else None,
-                   device=run.device)
+                   context=context, device=run.device)
     tensors, meta = fitted.to_tensors()
     if orders.item_names:
         meta["permutations.items"] = list(orders.item_names)
@@ -439,9 +537,12 @@ def fit(run, data, kind, representation, reference, condition, smoothing, epochs
 @click.option("--items", "items_file", default=None, metavar="FILE",
               help="Conditional models: rows whose item ids to condition on (permutations artifact "
                    "with 'items', or a rating table); -n samples are drawn for each row.")
+@click.option("--context", "context_file", default=None, metavar="FILE",
+              help="Feature-conditioned models: 'context' rows; one sample per row (-n per row).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=65536, show_default=True)
 @input_options
-def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, items_file, batch_size, **kwargs):
+def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, items_file, context_file,
+           batch_size, **kwargs):
     """Draw permutations from a model, or decode its most likely ones (MODEL -> permutations)."""
     if beam_width is not None and strategy != "beam":
         raise CortexError(f"--beam-width applies to --strategy beam, not --strategy {strategy}")
@@ -455,6 +556,7 @@ def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, it
         if num is not None and num > beam_width:
             raise CortexError(f"-n {num}: beam search keeps at most --beam-width {beam_width} "
                               "permutations per row; raise --beam-width")
+    per_row = num or 1
     num = num or (1000 if strategy == "sample" else 1)
     model = load_model(run, model_file)
     import torch
@@ -479,22 +581,28 @@ def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, it
         if strategy == "sample":
             items = items.repeat_interleave(num, 0)
             num = len(items)
+    context = model_context(run, model, context_file, None)
+    if context is not None:
+        num = per_row
+        if strategy == "sample":
+            context = context.repeat_interleave(num, 0)
+            num = len(context)
     generator = run.torch_generator()
     if strategy == "sample":
         x = model.sample(num, nfe=nfe, partition=partition, given=given_t, generator=generator,
-                         batch_size=batch_size, items=items)
+                         batch_size=batch_size, items=items, context=context)
         extra = {} if items is None else {"items": items}
         write_orders(run, x.numpy(), model.item_names, extra)
         return
     # the same --seed draws the same random partition as score, so the likelihoods agree
     x, log_likelihood = model.best(beam_width=beam_width, keep=num, nfe=nfe, partition=partition,
-                                   given=given_t, generator=generator, items=items,
+                                   given=given_t, generator=generator, items=items, context=context,
                                    batch_size=min(batch_size, 4096))
     extra = {"log_likelihood": log_likelihood.double()}
     if items is not None:
         extra["items"] = items.repeat_interleave(num, 0)
     run.info(f"{strategy} search: best log-likelihood {float(log_likelihood.max()):.4f}"
-             + ("" if items is None else f" (mean over rows of the best {float(log_likelihood.view(-1, num)[:, 0].mean()):.4f})"))
+             + ("" if items is None and context is None else f" (mean over rows of the best {float(log_likelihood.view(-1, num)[:, 0].mean()):.4f})"))
     write_orders(run, x.numpy(), model.item_names, extra)
 
 
@@ -505,21 +613,26 @@ def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, it
 @nfe_options
 @click.option("--scores", "scores_path", default=None, metavar="PATH",
               help="Also write per-permutation log-likelihoods (permutation-scores artifact).")
+@click.option("--context", "context_file", default=None, metavar="FILE",
+              help="Feature-conditioned models: 'context', one row per permutation.")
 @input_options
-def score(run, model_file, data, nfe, partition, scores_path, **kwargs):
+def score(run, model_file, data, nfe, partition, scores_path, context_file, **kwargs):
     """Exact log-likelihood of permutations under a model's sampler (YAML summary)."""
     opts = pop_input(kwargs)
     model = load_model(run, model_file)
     nfes = parse_nfe_list(nfe, model)
     if len(nfes) != 1:
         raise CortexError("score takes one --nfe (evaluate takes a list)")
+    if model.context_shape is not None and context_file is None:
+        model_context(run, model, None, None)  # the error, before reading the data
     orders = load_orders(data, opts)
     check_n(model, orders, data)
     import torch
 
     x = torch.as_tensor(orders.orderings)
+    context = model_context(run, model, context_file, len(x))
     lp = model.log_prob(x, nfe=nfes[0], partition=partition, generator=run.torch_generator(),
-                        items=row_items(model, orders, data))
+                        items=row_items(model, orders, data), context=context)
     if scores_path:
         run.write_artifact({"log_likelihood": lp.double()}, "permutation-scores", target=scores_path)
     run.write_report({
@@ -622,8 +735,10 @@ def decode(run, data, representation, reference):
               help="Samples drawn per NFE for validity, uniqueness and Kendall statistics.")
 @click.option("--train", "train_file", default=None, metavar="FILE",
               help="Training permutations: adds the share of novel samples.")
+@click.option("--context", "context_file", default=None, metavar="FILE",
+              help="Feature-conditioned models: 'context', one row per held-out permutation.")
 @input_options
-def evaluate(run, model_file, data, nfe, partition, samples, train_file, **kwargs):
+def evaluate(run, model_file, data, nfe, partition, samples, train_file, context_file, **kwargs):
     """Held-out NLL, validity, uniqueness, novelty and Kendall statistics (YAML report)."""
     opts = pop_input(kwargs)
     model = load_model(run, model_file)
@@ -640,6 +755,7 @@ def evaluate(run, model_file, data, nfe, partition, samples, train_file, **kwarg
 
     x = torch.as_tensor(orders.orderings)
     items = row_items(model, orders, data)
+    context = model_context(run, model, context_file, len(x))
     centre = R.borda_reference(x)
     held_kendall = R.kendall_distance(x, centre).double()
     train_set = None
@@ -650,13 +766,14 @@ def evaluate(run, model_file, data, nfe, partition, samples, train_file, **kwarg
               "heldout_kendall_to_borda": float(held_kendall.mean()), "by_nfe": []}
     for k in nfes:
         generator = run.torch_generator()
-        lp = model.log_prob(x, nfe=k, partition=partition, generator=generator, items=items)
+        lp = model.log_prob(x, nfe=k, partition=partition, generator=generator, items=items, context=context)
         entry = {"nfe": k or model.default_nfe, "nll": float(-lp.mean()),
                  "nll_stderr": float(lp.std() / len(lp) ** 0.5) if len(lp) > 1 else 0.0}
         if samples:
             generator = run.torch_generator()  # the same partition the likelihood used
-            if items is not None:  # one sample per held-out row, conditioned on its items
-                s = model.sample(len(x), nfe=k, partition=partition, generator=generator, items=items)
+            if items is not None or context is not None:  # one sample per held-out row, conditioned on it
+                s = model.sample(len(x), nfe=k, partition=partition, generator=generator, items=items,
+                                 context=context)
             else:
                 s = model.sample(samples, nfe=k, partition=partition, generator=generator)
             valid = R.is_permutation(s)

@@ -37,6 +37,28 @@ class PermutationModel:
     #: each row's ``items`` ``(n,)`` become conditioning tokens (unknown ids share one token)
     vocabulary: torch.Tensor | None = None
 
+    @property
+    def context_shape(self) -> tuple[int, int] | None:
+        """``(m, d)`` of the feature tokens a conditional model takes per row (None: takes none)."""
+        if self.net is None or not self.net.config.context_dim:
+            return None
+        return self.net.config.context_len, self.net.config.context_dim
+
+    def conditioning(self, items: torch.Tensor | None = None,
+                     context: torch.Tensor | None = None) -> torch.Tensor | None:
+        """What the network conditions on: token ids of ``items`` or feature tokens ``context``
+        ``(batch, m, d)`` float; None for unconditional models."""
+        if self.context_shape is None:
+            if context is not None:
+                raise ValueError("this model takes no feature context (fit it with --condition features)")
+            return self.context_ids(items)
+        if context is None:
+            raise ValueError("this model is conditioned on feature tokens: it needs a context per row")
+        m, d = self.context_shape
+        if context.dim() != 3 or tuple(context.shape[1:]) != (m, d):
+            raise ValueError(f"the model takes context rows of shape ({m}, {d}), got {tuple(context.shape[1:])}")
+        return context.to(torch.float32)
+
     def context_ids(self, items: torch.Tensor | None) -> torch.Tensor | None:
         """Token ids ``(batch, n)`` of per-row outside item ids ``(batch, n)`` (None: no context)."""
         if self.vocabulary is None:
@@ -88,7 +110,7 @@ class PermutationModel:
     # ------------------------------------------------------------------------------------------
     def log_prob(self, x: torch.Tensor, *, nfe: int | None = None, partition: str = "contiguous",
                  generator: torch.Generator | None = None, known: int = 0,
-                 items: torch.Tensor | None = None) -> torch.Tensor:
+                 items: torch.Tensor | None = None, context: torch.Tensor | None = None) -> torch.Tensor:
         """Exact log-likelihood ``(batch,)`` of orderings under the sampler with this NFE and
         partition (neural) or under the model (classical). ``known``: the first digits are a
         given prefix and are not scored (a conditional likelihood)."""
@@ -101,11 +123,12 @@ class PermutationModel:
             table = self.product.log_probs.double()
             return table.gather(1, code.t()).t()[:, known:].sum(dim=1)
         return N.log_prob_codes(self.net, code, nfe=nfe, partition=partition, known=known,
-                                generator=generator, context=self.context_ids(items))
+                                generator=generator, context=self.conditioning(items, context))
 
     def sample(self, num: int, *, nfe: int | None = None, partition: str = "contiguous",
                given: torch.Tensor | None = None, generator: torch.Generator | None = None,
-               batch_size: int = 65536, items: torch.Tensor | None = None) -> torch.Tensor:
+               batch_size: int = 65536, items: torch.Tensor | None = None,
+               context: torch.Tensor | None = None) -> torch.Tensor:
         """``num`` orderings ``(num, n)``; ``given`` ``(r,)`` conditions on a prefix (see
         :meth:`prefix_codes`)."""
         self._check_given(given)
@@ -126,16 +149,16 @@ class PermutationModel:
             return R.decode(code, self.representation, self.reference)
         code = N.sample_codes(self.net, num, nfe=nfe, partition=partition, prefix=prefix,
                               generator=generator, batch_size=min(batch_size, 4096),
-                              context=self.context_ids(items))
+                              context=self.conditioning(items, context))
         return R.decode(code, self.representation, self.reference)
 
     def best(self, *, beam_width: int = 1, keep: int = 1, nfe: int | None = None,
              partition: str = "contiguous", given: torch.Tensor | None = None,
              generator: torch.Generator | None = None, items: torch.Tensor | None = None,
-             batch_size: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+             batch_size: int = 4096, context: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """The most likely orderings (MAP-style decoding) with their exact log-likelihoods.
 
-        One search, or one per row of ``items`` (conditional models); each keeps the ``keep``
+        One search, or one per row of ``items`` or ``context`` (conditional models); each keeps the ``keep``
         best of its final beam. Neural models: beam search over the sampler's blocks with
         ``beam_width`` (1 = greedy, per-block argmax; see :func:`neural.beam_search_codes`).
         Product models (product, rim, mallows, gmallows): the exact top ``keep`` whatever the
@@ -160,7 +183,7 @@ class PermutationModel:
                 raise ValueError(f"a {self.kind} model is a product of digits: it decodes with NFE = 1")
             code, score = self.product.best_codes(keep, prefix)
             return R.decode(code, self.representation, self.reference), score
-        context = self.context_ids(items)
+        context = self.conditioning(items, context)
         rows = 1 if context is None else len(context)
         code, score = N.beam_search_codes(self.net, rows, beam_width=beam_width, keep=keep, nfe=nfe,
                                           partition=partition, prefix=prefix, context=context,
@@ -217,10 +240,13 @@ class PermutationModel:
 def fit(x: torch.Tensor, kind: str, *, representation: str = "insertion", reference: torch.Tensor | None = None,
         smoothing: float = 0.5, net_config: dict | None = None, train_config: N.TrainConfig | None = None,
         generator: torch.Generator | None = None, progress=None, log=None,
-        items: torch.Tensor | None = None, device: torch.device | str = "cpu") -> PermutationModel:
+        items: torch.Tensor | None = None, context: torch.Tensor | None = None,
+        device: torch.device | str = "cpu") -> PermutationModel:
     """Fit a model of ``kind`` to orderings ``x`` ``(m, n)``; with ``items`` ``(m, n)`` (outside
     ids of each row's local items) a neural model is conditioned on them (one token per item,
-    aligned with its digit)."""
+    aligned with its digit); with ``context`` ``(m, k, d)`` float feature tokens it is conditioned
+    on those (projected by ``net_config['context_encoder']``; aligned with the digits when k = n).
+    ``net_config['head'] = 'pointer'`` needs ``kind='ar'``, lehmer and aligned tokens."""
     if kind not in MODELS:
         raise ValueError(f"unknown model {kind!r}; choose one of {', '.join(MODELS)}")
     n = x.shape[1]
@@ -246,11 +272,20 @@ def fit(x: torch.Tensor, kind: str, *, representation: str = "insertion", refere
         fitted = C.fit_generalized_mallows(x, reference, representation)
         return PermutationModel(kind, n, representation, reference, product=fitted.model, theta=fitted.theta,
                                 info={"train_nll": float(-fitted.model.log_prob(x).mean())})
-    vocabulary, context = None, None
+    vocabulary = None
     extra = {}
+    if items is not None and context is not None:
+        raise ValueError("condition on item ids or on feature tokens, not both")
     if items is not None:
         vocabulary = torch.unique(items.to(torch.int64))
         extra = dict(context_vocab=len(vocabulary) + 1, context_len=n, context_aligned=True)
+    if context is not None:
+        if context.dim() != 3 or len(context) != len(x):
+            raise ValueError(f"context must be (rows, tokens, features) with {len(x)} rows, "
+                             f"got {tuple(context.shape)}")
+        extra = dict(context_dim=context.shape[2], context_len=context.shape[1],
+                     context_aligned=context.shape[1] == n)
+        context = context.to(torch.float32)
     config = N.NetConfig(n=n, representation=representation, mode=kind, **(net_config or {}), **extra)
     net = N.PermutationTransformer(config).to(device)
     if vocabulary is not None:

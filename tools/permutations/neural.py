@@ -15,6 +15,16 @@ A masked model samples with any NFE = k: a partition of the digits into k blocks
 drawn in parallel given the earlier ones; its exact log-likelihood is
 ``sum_b sum_{j in block b} log p(c_j | blocks < b)``, which is what :func:`log_prob` returns.
 At NFE = 1 without conditioning the masked model is a product of per-digit categoricals.
+
+Conditioning tokens are item ids (``context_vocab``) or feature vectors (``context_dim``, mapped
+to ``d_model`` by a linear layer or a one-hidden-layer MLP, ``context_encoder``). Two output heads:
+
+* ``linear``: logits ``W h_i + b`` over the n digit values;
+* ``pointer`` (AR Lehmer codes with one aligned token per item): Lehmer digit j is the index of
+  item x_j among the items not yet placed, so the head replays digits ``< j`` to list the free
+  items ``free_j`` in increasing order and scores ``logit[j, v] = <h_j, E[free_j[v]]> / sqrt(d)
+  + b[free_j[v]]`` with a learned item table ``E`` ``(n, d)`` and bias ``b`` ``(n,)`` (the linear
+  head's size), ``-inf`` outside ``[0, n-1-j]``: still one exact categorical per digit.
 """
 
 from __future__ import annotations
@@ -30,6 +40,8 @@ from cortexkit.tools.permutations import representations as R
 
 MODES = ("ar", "mlm")
 PARTITIONS = ("contiguous", "random")
+HEADS = ("linear", "pointer")
+CONTEXT_ENCODERS = ("linear", "mlp")
 
 
 @dataclass
@@ -46,6 +58,9 @@ class NetConfig:
     context_vocab: int = 0  # >0: conditioning tokens are int64 ids (batch, m) in [0, context_vocab)
     context_len: int = 0  # >0: learned positions for up to this many conditioning tokens
     context_aligned: bool = False  # conditioning token i is about digit i: also add it to digit i
+    head: str = "linear"  # "pointer": AR Lehmer digit j scored against the still-free items
+    context_encoder: str = "linear"  # feature tokens -> d_model: "linear" or "mlp" (one hidden layer)
+    context_hidden: int = 0  # width of the mlp encoder's hidden layer (0: ff)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -71,7 +86,17 @@ class PermutationTransformer(nn.Module):
         self.position_embedding = nn.Parameter(torch.randn(n, d) * 0.02)
         if config.context_dim and config.context_vocab:
             raise ValueError("conditioning tokens are either feature vectors or ids, not both")
-        if config.context_dim:
+        if config.context_encoder not in CONTEXT_ENCODERS:
+            raise ValueError(f"context encoder must be one of {CONTEXT_ENCODERS}")
+        if config.head not in HEADS:
+            raise ValueError(f"head must be one of {HEADS}")
+        if config.head == "pointer":
+            check_pointer_config(config)
+        if config.context_dim and config.context_encoder == "mlp":
+            hidden = config.context_hidden or config.ff
+            self.context_projection = nn.Sequential(nn.Linear(config.context_dim, hidden), nn.GELU(),
+                                                    nn.Linear(hidden, d))
+        elif config.context_dim:
             self.context_projection = nn.Linear(config.context_dim, d)
         if config.context_vocab:
             self.context_embedding = nn.Embedding(config.context_vocab, d)
@@ -83,7 +108,12 @@ class PermutationTransformer(nn.Module):
                                            batch_first=True, norm_first=True)
         self.encoder = nn.TransformerEncoder(layer, config.layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(d)
-        self.head = nn.Linear(d, n)
+        if config.head == "pointer":
+            # replace the linear head's (n, d) weight and (n,) bias one for one: same size
+            self.item_embedding = nn.Parameter(torch.randn(n, d) * 0.02)
+            self.item_bias = nn.Parameter(torch.zeros(n))
+        else:
+            self.head = nn.Linear(d, n)
         self.register_buffer("legal", R.legal_mask(config.representation, n), persistent=False)
 
     def _attention_mask(self, m: int, device) -> torch.Tensor | None:
@@ -125,9 +155,45 @@ class PermutationTransformer(nn.Module):
         return self.norm(h[:, m:])
 
     def forward(self, digits: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
-        logits = self.head(self.features(digits, context))
+        h = self.features(digits, context)  # (batch, n, d)
+        if self.config.head == "pointer":
+            free = free_items(digits)  # row j depends on digits < j only, as h does
+            keys = self.item_embedding[free]  # (batch, n, n, d)
+            logits = (torch.einsum("bjd,bjvd->bjv", h, keys) / math.sqrt(self.config.d_model)
+                      + self.item_bias[free])
+        else:
+            logits = self.head(h)
         logits = logits.masked_fill(~self.legal, float("-inf"))
         return torch.log_softmax(logits, dim=-1)
+
+
+def check_pointer_config(config: NetConfig) -> None:
+    """The pointer head needs AR Lehmer digits and one aligned conditioning token per item."""
+    if config.mode != "ar" or config.representation != "lehmer":
+        raise ValueError("the pointer head needs an autoregressive model on lehmer codes "
+                         f"(got mode {config.mode}, representation {config.representation})")
+    if not (config.context_aligned and (config.context_dim or config.context_vocab)):
+        raise ValueError("the pointer head needs aligned conditioning tokens (one per item)")
+
+
+def free_items(digits: torch.Tensor) -> torch.Tensor:
+    """Items still free before each Lehmer digit, ``(batch, n, n)`` int64.
+
+    ``free[b, j, v]`` is the ``v``-th smallest (relabelled) item not taken by digits ``0..j-1``
+    of row ``b`` (valid for ``v < n - j``; the taken ones follow), so digit ``j = v`` decodes to
+    item ``free[b, j, v]`` and ``free.gather(2, digits)`` is :func:`representations.lehmer_decode`.
+    Row ``j`` reads digits ``< j`` only; illegal digit values (masks) are clamped into range.
+    """
+    batch, n = digits.shape
+    taken = torch.zeros(batch, n, dtype=torch.bool, device=digits.device)
+    items = torch.arange(n, device=digits.device)
+    rows = []
+    for j in range(n):
+        order = (taken.long() * n + items).argsort(dim=1)  # free items first, ascending
+        rows.append(order)
+        pick = order.gather(1, digits[:, j:j + 1].clamp(0, n - 1 - j))
+        taken = taken.scatter(1, pick, True)
+    return torch.stack(rows, dim=1)
 
 
 # ----------------------------------------------------------------------------------------------
