@@ -244,10 +244,27 @@ def resolved_config(ctx: click.Context) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 # decorators
 
+def _show_all_options(ctx: click.Context, _param, value) -> None:
+    """``--help-all``: the help text with every option, the advanced and run-steering ones too."""
+    if not value or ctx.resilient_parsing:
+        return
+    hidden = [p for p in ctx.command.params if getattr(p, "hidden", False)]
+    for p in hidden:
+        p.hidden = False
+    try:
+        click.echo(ctx.get_help(), color=ctx.color)
+    finally:
+        for p in hidden:
+            p.hidden = True
+    ctx.exit()
+
+
 def _common_options(writes: str | None, uses_torch: bool) -> list[Callable]:
     """The options every command shares. The run-steering ones are hidden from ``--help`` (one
     epilog line names them, so help fits a screen) and listed in full in the man pages."""
     options = [
+        click.option("--help-all", is_flag=True, is_eager=True, expose_value=False, hidden=True,
+                     callback=_show_all_options, help="Show every option and exit."),
         click.option("--config", type=click.Path(dir_okay=False, allow_dash=True), default=None,
                      is_eager=True, hidden=True,
                      help="YAML file of option values (keys are option names); the command "
@@ -278,8 +295,8 @@ def _common_options(writes: str | None, uses_torch: bool) -> list[Callable]:
 
 def _epilog(uses_torch: bool) -> str:
     torch_part = ", --device auto|cpu|cuda, --threads N" if uses_torch else ""
-    return ("Also: --config FILE.yaml, --print-config, -q, -v, --debug" + torch_part
-            + " (man cortexkit).")
+    return ("--help-all shows every option. Also: --config FILE.yaml, --print-config, -q, -v, --debug"
+            + torch_part + " (man cortexkit).")
 
 
 def _wrap(func: Callable, writes: str | None) -> Callable:
@@ -302,31 +319,40 @@ def _wrap(func: Callable, writes: str | None) -> Callable:
 
 
 def _build(func: Callable, name: str, writes: str | None, uses_torch: bool, help: str | None,
-           attach: Callable[..., Callable]) -> click.Command:
+           attach: Callable[..., Callable], advanced: tuple[str, ...] = ()) -> click.Command:
     if writes not in OUTPUT_KINDS:
         raise ValueError(f"writes must be one of {OUTPUT_KINDS}")
     callback = _wrap(func, writes)
     for option in reversed(_common_options(writes, uses_torch)):
         callback = option(callback)
-    return attach(name=name, cls=CortexCommand, writes=writes, uses_torch=uses_torch,
-                  help=help or func.__doc__, epilog=_epilog(uses_torch),
-                  context_settings=CONTEXT_SETTINGS)(callback)
+    cmd = attach(name=name, cls=CortexCommand, writes=writes, uses_torch=uses_torch,
+                 help=help or func.__doc__, epilog=_epilog(uses_torch),
+                 context_settings=CONTEXT_SETTINGS)(callback)
+    options = {p.name: p for p in cmd.params if isinstance(p, click.Option)}
+    unknown = sorted(set(advanced) - set(options))
+    if unknown:
+        raise ValueError(f"{name}: advanced names unknown options {unknown}")
+    for key in advanced:
+        options[key].hidden = True
+    return cmd
 
 
 def verb(group: click.Group, name: str, *, output: str | None = None, torch_options: bool = False,
-         help: str | None = None) -> Callable[[Callable], click.Command]:
+         help: str | None = None, advanced: tuple[str, ...] = ()) -> Callable[[Callable], click.Command]:
     """Declare a verb of a tool. Put click arguments/options *below* this decorator.
 
     ``output`` is ``"artifact"`` (binary, never to a terminal), ``"report"`` (YAML) or None.
     ``torch_options`` adds ``--seed``, ``--device``, ``--threads`` and seeds torch.
+    ``advanced`` names options (parameter names) left out of ``--help`` and shown by ``--help-all``
+    and the man page: hyperparameters whose defaults are the method's published ones.
     """
-    return lambda func: _build(func, name, output, torch_options, help, group.command)
+    return lambda func: _build(func, name, output, torch_options, help, group.command, advanced)
 
 
 def command(name: str, *, output: str | None = None, torch_options: bool = False,
-            help: str | None = None) -> Callable[[Callable], click.Command]:
+            help: str | None = None, advanced: tuple[str, ...] = ()) -> Callable[[Callable], click.Command]:
     """Declare a top-level command (``cortexkit inspect``) with the same grammar as a verb."""
-    return lambda func: _build(func, name, output, torch_options, help, click.command)
+    return lambda func: _build(func, name, output, torch_options, help, click.command, advanced)
 
 
 def tool_group(name: str, help: str) -> CortexGroup:

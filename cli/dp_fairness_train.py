@@ -515,7 +515,12 @@ def _evaluate_table(model: LoadedModel, table: dict, source: str, run) -> dict:
 # ---------------------------------------------------------------------------------------------
 # verbs
 
-@verb(group, "train", output="artifact", torch_options=True)
+# left out of --help (shown by --help-all and the man page): the paper's hyperparameters
+ADVANCED_TRAIN = ("positive_label", "max_steps", "laplace_b", "batch_size", "clip", "lr_dual", "dual_update",
+                  "dual_momentum", "dual_max", "temperature", "hidden", "no_standardize", "histogram_batch")
+
+
+@verb(group, "train", output="artifact", torch_options=True, advanced=ADVANCED_TRAIN)
 @click.argument("table", metavar="TABLE.csv|-")
 @data_options
 @train_options
@@ -637,7 +642,7 @@ def account(run, sigma, laplace_b, sampling_rate, batch_size, n_records, steps, 
     run.write_report(report)
 
 
-@verb(group, "sweep", output="report", torch_options=True)
+@verb(group, "sweep", output="report", torch_options=True, advanced=ADVANCED_TRAIN)
 @click.argument("table", metavar="TABLE.csv|-")
 @click.option("--test", "test_table", required=True, metavar="TEST.csv", help="Held-out table for the Pareto front.")
 @click.option("--gammas", default="0.01,0.02,0.05,0.1,0.15,0.2", show_default=True, metavar="G[,G]",

@@ -420,7 +420,14 @@ def nfe_options(func):
 # verbs
 
 
-@verb(group, "fit", output="artifact", torch_options=True)
+# left out of --help (shown by --help-all and the man page): rating-table details and the
+# network/optimiser hyperparameters whose defaults rarely need a change
+ADVANCED_INPUT = ("base", "partial", "min_ratings", "test_fraction", "split_seed", "draws")
+ADVANCED_NET = ("smoothing", "weight_decay", "val_fraction", "patience", "val_nfe", "d_model", "layers",
+                "heads", "ff", "dropout")
+
+
+@verb(group, "fit", output="artifact", torch_options=True, advanced=ADVANCED_INPUT + ADVANCED_NET)
 @click.argument("data", metavar="DATA|-")
 @click.option("--model", "kind", type=click.Choice(MODELS), default="mlm", show_default=True,
               help="Model family (see DESCRIPTION).")
@@ -518,7 +525,7 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
     run.info(f"{kind}: {summary}")
 
 
-@verb(group, "sample", output="artifact", torch_options=True)
+@verb(group, "sample", output="artifact", torch_options=True, advanced=ADVANCED_INPUT + ("batch_size",))
 @click.argument("model_file", metavar="MODEL|-")
 @click.option("-n", "--num", type=click.IntRange(min=1), default=None,
               help="sample: how many permutations to draw (default 1000). beam: how many of the "
@@ -606,7 +613,7 @@ def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, it
     write_orders(run, x.numpy(), model.item_names, extra)
 
 
-@verb(group, "score", output="report", torch_options=True)
+@verb(group, "score", output="report", torch_options=True, advanced=ADVANCED_INPUT)
 @click.argument("model_file", metavar="MODEL")
 @click.argument("data", metavar="DATA|-")
 @click.option("--nfe", default=None, metavar="K", help="Masked models: NFE of the sampler scored (default n).")
@@ -644,7 +651,7 @@ def score(run, model_file, data, nfe, partition, scores_path, context_file, **kw
     })
 
 
-@verb(group, "encode", output="artifact", torch_options=False)
+@verb(group, "encode", output="artifact", torch_options=False, advanced=ADVANCED_INPUT)
 @click.argument("data", metavar="DATA|-")
 @click.option("--representation", type=click.Choice(REPRESENTATIONS), default="insertion", show_default=True)
 @click.option("--reference", default="identity", show_default=True, metavar="identity|borda|FILE")
@@ -725,7 +732,7 @@ def decode(run, data, representation, reference):
     write_orders(run, x.numpy())
 
 
-@verb(group, "evaluate", output="report", torch_options=True)
+@verb(group, "evaluate", output="report", torch_options=True, advanced=ADVANCED_INPUT)
 @click.argument("model_file", metavar="MODEL")
 @click.argument("data", metavar="HELDOUT|-")
 @click.option("--nfe", default=None, metavar="K[,K...]",

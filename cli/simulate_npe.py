@@ -280,7 +280,15 @@ def _partial_target(run, partial):
     return f"{run.output}.partial" if run.output not in (None, "-") else "simulate-npe.partial.safetensors"
 
 
-@verb(group, "simulate", output="artifact", torch_options=True)
+# left out of --help (shown by --help-all and the man page): the paper's hyperparameters and
+# run-steering details
+ADVANCED_SIMULATE = ("quantile", "truncation_samples", "chunk_size", "partial")
+ADVANCED_TRAIN = ("timeout", "workers", "partial", "quantile", "truncation_samples", "ensemble", "active_fraction",
+                  "candidates", "lr_pretrain", "batch_size", "validation_fraction", "patience", "clip", "max_epochs",
+                  "x_stats", "transforms", "bins", "hidden", "depth", "embedding", "embedding_dim")
+
+
+@verb(group, "simulate", output="artifact", torch_options=True, advanced=ADVANCED_SIMULATE)
 @click.option("--task", help="Built-in task: ou, slcp, sir, two_moons, gaussian_linear (gives prior and simulator).")
 @click.option("--fidelity", type=click.Choice(["hf", "lf"]), default="hf", show_default=True, help="Which simulator of the task.")
 @click.option("--simulator", metavar="MODULE:FUNCTION", help="A Python function theta (n, d) -> x (n, x_dim).")
@@ -445,7 +453,7 @@ def merge(run, files):
 # ---------------------------------------------------------------------------------------------
 # train
 
-@verb(group, "train", output="artifact", torch_options=True)
+@verb(group, "train", output="artifact", torch_options=True, advanced=ADVANCED_TRAIN)
 @click.option("--method", type=click.Choice(METHODS), required=True, help="Inference method.")
 @click.option("--hf", "hf_path", metavar="FILE", help="High-fidelity simulations (amortized methods).")
 @click.option("--lf", "lf_path", metavar="FILE", help="Low-fidelity simulations to pretrain on (mf-* methods).")

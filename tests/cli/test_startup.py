@@ -50,8 +50,32 @@ def test_importtime_of_top_level_help_shows_no_torch(cortexkit_exe):
 
 def test_help_of_every_command_fits_a_screen_and_names_the_common_options(cli):
     for args in all_help_invocations():
-        proc = cli(*args, env={"COLUMNS": "120"})
+        proc = cli(*args, env={"COLUMNS": "80"})
         text = proc.stdout.decode()
-        assert proc.returncode == 0 and text.count("\n") <= 60, (args, text.count("\n"))
+        assert proc.returncode == 0 and text.count("\n") <= 55, (args, text.count("\n"))
         if len(args) > 1 and "Commands:" not in text:  # a leaf command, not a tool's verb list
-            assert "--config FILE.yaml, --print-config, -q, -v, --debug" in text, args
+            flat = " ".join(text.split())
+            assert "--config FILE.yaml, --print-config, -q, -v, --debug" in flat, args
+            assert "--help-all shows every option" in flat, args
+
+
+def test_help_all_lists_every_option_that_help_leaves_out(cli):
+    ctx = click.Context(entry.cli, info_name="cortexkit")
+    checked = 0
+    for args in all_help_invocations():
+        if len(args) != 3:
+            continue
+        tool = entry.cli.get_command(ctx, args[0])
+        command = tool.get_command(click.Context(tool, info_name=args[0], parent=ctx), args[1])
+        short = cli(*args, env={"COLUMNS": "200"}).stdout.decode().split("--help-all shows")[0]
+        full = cli(*args[:2], "--help-all", env={"COLUMNS": "200"})
+        assert full.returncode == 0, args
+        text = full.stdout.decode()
+        for param in command.params:
+            if isinstance(param, click.Option):
+                flag = max(param.opts, key=len)
+                assert flag in text, (args, flag)
+        hidden = [p for p in command.params if isinstance(p, click.Option) and p.hidden]
+        assert hidden and not any(f"{max(p.opts, key=len)} " in short for p in hidden if p.name != "help_all"), args
+        checked += 1
+    assert checked >= 15
