@@ -285,7 +285,7 @@ def _partial_target(run, partial):
 ADVANCED_SIMULATE = ("quantile", "truncation_samples", "chunk_size", "partial")
 ADVANCED_TRAIN = ("timeout", "workers", "partial", "quantile", "truncation_samples", "ensemble", "active_fraction",
                   "candidates", "lr_pretrain", "batch_size", "validation_fraction", "patience", "clip", "max_epochs",
-                  "x_stats", "transforms", "bins", "hidden", "depth", "embedding", "embedding_dim")
+                  "x_stats", "transforms", "bins", "hidden", "depth", "embedding", "embedding_dim", "theta_standardize")
 
 
 @verb(group, "simulate", output="artifact", torch_options=True, advanced=ADVANCED_SIMULATE)
@@ -489,10 +489,13 @@ def merge(run, files):
 @click.option("--depth", type=click.IntRange(min=1), default=5, show_default=True)
 @click.option("--embedding", type=click.Choice(["identity", "mlp"]), default="identity", show_default=True)
 @click.option("--embedding-dim", type=click.IntRange(min=0), default=0)
+@click.option("--theta-standardize", is_flag=True,
+              help="Also standardise the unconstrained theta by its prior moments (as sbi z-scores theta; "
+                   "off in the paper). With --pretrained the pretrained flow's setting holds.")
 def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator, simulator_cmd, timeout, workers,
           partial, x_o_path, observation, hf_budget, rounds, quantile, truncation_samples, ensemble, active_fraction,
           candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, clip, max_epochs, x_stats,
-          transforms, bins, hidden, depth, embedding, embedding_dim):
+          transforms, bins, hidden, depth, embedding, embedding_dim, theta_standardize):
     """Train a posterior estimator (npe, mf-npe, tsnpe, mf-tsnpe, a-mf-tsnpe) -> npe-posterior."""
     import math
 
@@ -504,7 +507,7 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
     from cortexkit.tools.npe.simulation import SimulationError, run_chunks
     from cortexkit.tools.npe.training import TrainConfig
 
-    flow_cfg = FlowConfig(transforms, bins, hidden, depth, embedding, embedding_dim)
+    flow_cfg = FlowConfig(transforms, bins, hidden, depth, embedding, embedding_dim, theta_standardize)
     base = TrainConfig(lr=lr, batch_size=batch_size, validation_fraction=validation_fraction, patience=patience,
                        clip=clip, max_epochs=max_epochs)
     seed = run.seed or 0

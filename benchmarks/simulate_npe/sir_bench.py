@@ -27,6 +27,7 @@ from ou_bench import emit  # noqa: E402
 from cortexkit.tools.npe import methods as M  # noqa: E402
 from cortexkit.tools.npe import metrics as Q  # noqa: E402
 from cortexkit.tools.npe import tasks as T  # noqa: E402
+from cortexkit.tools.npe.estimator import FlowConfig  # noqa: E402
 from cortexkit.tools.npe.tasks import get_task  # noqa: E402
 
 REF = Path(os.environ.get("CORTEXKIT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) / "npe" / "sbibm_reference" / "sir.safetensors"
@@ -45,7 +46,9 @@ def main():
                     help="days between the coarse solver's outputs (default: the built-in LF's, 4; the official config's is 32)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[12])
     ap.add_argument("--samples", type=int, default=1000, help="posterior and reference samples per C2ST (paper: 10000)")
-    ap.add_argument("--sbi-estimator", default="zuko_nsf")
+    ap.add_argument("--sbi-estimator", default="zuko_nsf", help="'none': skip the sbi rows")
+    ap.add_argument("--theta-standardize", action="store_true",
+                    help="our flows also standardise the unconstrained theta (methods tagged -zs)")
     ap.add_argument("--out", default="sir_bench.jsonl")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -67,27 +70,31 @@ def main():
             vals.append(Q.c2st(s, ref["reference_posterior_samples"][i][: args.samples], "rf"))
         return vals
 
+    flow_cfg = FlowConfig(theta_standardize=args.theta_standardize)
+    tag = "-zs" if args.theta_standardize else ""
     for seed in args.seeds:
         pre = {}
         for n_lf in args.n_lf:
             t0 = time.process_time()
-            pre[n_lf], h = M.fit_npe(task.prior, th_lf_all[:n_lf], x_lf_all[:n_lf],
+            pre[n_lf], h = M.fit_npe(task.prior, th_lf_all[:n_lf], x_lf_all[:n_lf], flow_cfg,
                                      train_cfg=M.TrainConfig(lr=M.LR_PRETRAIN), seed=seed)
             emit(args.out, {"phase": "pretrain", "task": "sir", "n_lf": n_lf, "lf_saveat": saveat, "seed": seed,
                             "epochs": h.epochs, "cpu_s": time.process_time() - t0})
         for n_hf in args.n_hf:
             th, x = th_hf_all[:n_hf], x_hf_all[:n_hf]
             t0 = time.process_time()
-            npe, h = M.fit_npe(task.prior, th, x, seed=seed)
-            runs = [("npe", npe, time.process_time() - t0, h.epochs)]
+            npe, h = M.fit_npe(task.prior, th, x, flow_cfg, seed=seed)
+            runs = [("npe" + tag, npe, time.process_time() - t0, h.epochs)]
             for n_lf in args.n_lf:
                 t0 = time.process_time()
                 mf, h = M.fine_tune(pre[n_lf], th, x, seed=seed, refit_x_stats=True)
-                runs.append((f"mf-npe{len(str(n_lf)) - 1}", mf, time.process_time() - t0, h.epochs))
+                runs.append((f"mf-npe{len(str(n_lf)) - 1}{tag}", mf, time.process_time() - t0, h.epochs))
             for method, model, t, ep in runs:
                 emit(args.out, {"phase": "amortized", "task": "sir", "method": method, "tool": "cortexkit", "n_hf": n_hf,
                                 "seed": seed, "train_cpu_s": t, "epochs": ep, "lf_saveat": saveat,
                                 "rf_c2st": c2st(lambda xo, n, m=model: m.sample(n, xo))})
+            if args.sbi_estimator == "none":
+                continue
             from sbi.inference import NPE
 
             torch.manual_seed(seed)

@@ -1,4 +1,5 @@
 """simulate-npe: priors and their bijection, the flow estimator, artifact round trip."""
+import dataclasses
 import math
 
 import pytest
@@ -63,10 +64,18 @@ def test_paper_architecture_parameter_count():
     assert PosteriorEstimator(get_task("slcp").prior, 8).num_parameters() == 83_825
 
 
-def test_density_normalises_over_the_box_and_samples_stay_inside():
+def test_unconstrained_moments_match_the_prior_in_closed_form():
+    u, _ = MIXED.to_unconstrained(MIXED.sample(400_000, torch.Generator().manual_seed(4)).double())
+    mean, std = MIXED.unconstrained_moments(torch.float64)
+    assert torch.allclose(u.mean(0), mean, atol=0.01)
+    assert torch.allclose(u.std(0), std, rtol=0.01)
+
+
+@pytest.mark.parametrize("standardize", [False, True])
+def test_density_normalises_over_the_box_and_samples_stay_inside(standardize):
     torch.manual_seed(0)
     prior = get_task("ou").prior
-    est = PosteriorEstimator(prior, 3, TINY)
+    est = PosteriorEstimator(prior, 3, dataclasses.replace(TINY, theta_standardize=standardize))
     x = torch.tensor([0.3, -1.0, 2.0])
     with torch.no_grad():
         s = est.sample(20_000, x)
@@ -108,13 +117,14 @@ def test_artifact_round_trip_gives_bit_identical_log_probs():
 
     torch.manual_seed(3)
     prior = get_task("ou").prior
-    est = PosteriorEstimator(prior, 10, FlowConfig())
+    est = PosteriorEstimator(prior, 10, FlowConfig(theta_standardize=True))
     est.standardizer.fit(torch.randn(50, 10) * 3 + 1)
-    post = EnsemblePosterior([est, PosteriorEstimator(prior, 10, FlowConfig())])
+    post = EnsemblePosterior([est, PosteriorEstimator(prior, 10, FlowConfig(theta_standardize=True))])
     meta = posterior_metadata(post)
     art = decode(encode(posterior_tensors(post), {k: __import__("json").dumps(v) for k, v in meta.items()}), framework="pt")
     back = posterior_from(art.tensors, {k: art.meta_json(k) for k in meta})
     theta = prior.sample(100, torch.Generator().manual_seed(5))
     x = torch.randn(100, 10)
+    assert back.members[0].cfg.theta_standardize
     with torch.no_grad():
         assert torch.equal(post.log_prob(theta, x), back.log_prob(theta, x))

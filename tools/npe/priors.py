@@ -158,6 +158,16 @@ class Prior:
         logdet = torch.where(uni, ld_box, torch.where(logn, -log_t, torch.zeros_like(theta)))
         return u, logdet.sum(-1)
 
+    def unconstrained_moments(self, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and standard deviation of u = to_unconstrained(theta) under the prior, in closed form:
+        logit of a uniform box (standard logistic): 0 and pi / sqrt(3); log of a log-normal and a
+        normal: its (loc, scale)."""
+        a, b = self._ab(torch.float64)
+        uni = self._col("uniform")
+        mean = torch.where(uni, torch.zeros_like(a), a)
+        std = torch.where(uni, torch.full_like(b, math.pi / math.sqrt(3)), b)
+        return mean.to(dtype), std.to(dtype)
+
     def from_unconstrained(self, u: torch.Tensor) -> torch.Tensor:
         """u (n, d) -> theta (n, d), the inverse of :meth:`to_unconstrained` (lands in the support)."""
         a, b = self._ab(u.dtype)
