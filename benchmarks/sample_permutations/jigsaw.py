@@ -56,6 +56,16 @@ def load_mnist():
     return torch.from_numpy(np.frombuffer(raw, dtype=np.uint8, offset=16).reshape(-1, 28, 28).copy()).float() / 255
 
 
+def noisy_splits(noise: float, val_images: int):
+    """MNIST test images plus N(0, noise^2) pixel noise (seed 0), clamped to [0, 1], split into
+    train (the first 8000 - val_images), validation (up to 8000) and test (the last 2000)."""
+    images = load_mnist()
+    gen = torch.Generator().manual_seed(0)
+    images = (images + noise * torch.randn(images.shape, generator=gen)).clamp(0, 1)
+    n_train = 8000 - val_images
+    return images[:n_train], images[n_train:8000], images[8000:]
+
+
 def patches_of(images: torch.Tensor, g: int) -> torch.Tensor:
     """(B, g*g, 1, p, p) patches in row-major grid order (images cropped to g*p)."""
     p = 28 // g
@@ -155,11 +165,8 @@ def main():
     if args.head == "pointer":
         if args.representation != "lehmer" or "mlm" in args.models.split(","):
             parser.error("--head pointer needs --representation lehmer and no mlm model")
-    images = load_mnist()
-    gen = torch.Generator().manual_seed(0)
-    images = (images + args.noise * torch.randn(images.shape, generator=gen)).clamp(0, 1)
-    n_train = 8000 - args.val_images
-    train_img, val_img, test_img = images[:n_train], images[n_train:8000], images[8000:]
+    train_img, val_img, test_img = noisy_splits(args.noise, args.val_images)
+    n_train = len(train_img)
     beams = [int(v) for v in args.beams.split(",") if v]
     models = args.models.split(",")
     rep = args.representation

@@ -44,7 +44,7 @@ from safetensors.numpy import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import save  # noqa: E402
-from jigsaw import Sinkhorn, load_mnist, lr_schedule, puzzles, scores, sinkhorn  # noqa: E402
+from jigsaw import Sinkhorn, lr_schedule, noisy_splits, puzzles, scores, sinkhorn  # noqa: E402
 
 from cortexkit.formats.artifact import write_artifact  # noqa: E402
 from cortexkit.tools.permutations import neural as N  # noqa: E402
@@ -130,11 +130,8 @@ def main():
     parser.add_argument("--workdir", default=None, help="keep the artifacts here (default: a temporary folder)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    images = load_mnist()
-    gen = torch.Generator().manual_seed(0)
-    images = (images + args.noise * torch.randn(images.shape, generator=gen)).clamp(0, 1)
-    n_train = 8000 - args.val_images
-    train_img, val_img, test_img = images[:n_train], images[n_train:8000], images[8000:]
+    train_img, val_img, test_img = noisy_splits(args.noise, args.val_images)
+    n_train = len(train_img)
     beams = [int(v) for v in args.beams.split(",") if v]
     tmp = tempfile.TemporaryDirectory() if args.workdir is None else None
     work = Path(args.workdir or tmp.name)
