@@ -14,7 +14,6 @@ import argparse
 import json
 import math
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -23,7 +22,6 @@ from safetensors.torch import load_file
 
 from cortexkit.tools.npe import methods as M
 from cortexkit.tools.npe import metrics as Q
-from cortexkit.tools.npe.estimator import EnsemblePosterior
 from cortexkit.tools.npe.tasks import get_task, ou_hf
 
 DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) / "npe" / "ou_process"
