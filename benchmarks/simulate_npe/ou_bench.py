@@ -46,15 +46,23 @@ def load(name):
     return d
 
 
+def simulated(fidelity, n, seed):
+    """n (theta, x) pairs from the built-in OU simulator of that fidelity, from a fixed seed."""
+    task = get_task("ou")
+    g = torch.Generator().manual_seed(seed)
+    theta = task.prior.sample(n, g)
+    return {"theta": theta, "x": task.simulator(fidelity)(theta, g)}
+
+
 def load_lf(n_lf):
     """The paper's LF set when shipped (10^3, 10^4); larger ones (10^5) are simulated here with the
     built-in OU LF simulator (10 i.i.d. N(mu, sigma) draws, the paper's LF) from a fixed seed."""
     if (DATA / f"lf_train_{n_lf}.safetensors").exists():
         return load(f"lf_train_{n_lf}")
-    task = get_task("ou")
-    g = torch.Generator().manual_seed(7_000_000 + n_lf)
-    theta = task.prior.sample(n_lf, g)
-    return {"theta": theta, "x": task.simulator("lf")(theta, g)}
+    return simulated("lf", n_lf, 7_000_000 + n_lf)
+
+
+PAPER_HF_MAX = 10_000  # the largest HF set the paper ships
 
 
 def load_hf(n_hf):
@@ -64,13 +72,10 @@ def load_hf(n_hf):
     here with the built-in OU HF simulator from a fixed seed, as load_lf does for 10^5 LF."""
     if (DATA / f"hf_train_{n_hf}.safetensors").exists():
         return load(f"hf_train_{n_hf}")
-    full = load("hf_train_10000")
-    if n_hf > full["theta"].shape[0]:
-        task = get_task("ou")
-        g = torch.Generator().manual_seed(8_000_000 + n_hf)
-        theta = task.prior.sample(n_hf, g)
-        return {"theta": theta, "x": task.simulator("hf")(theta, g)}
-    idx = torch.randperm(full["theta"].shape[0], generator=torch.Generator().manual_seed(10_000))[:n_hf]
+    if n_hf > PAPER_HF_MAX:
+        return simulated("hf", n_hf, 8_000_000 + n_hf)
+    full = load(f"hf_train_{PAPER_HF_MAX}")
+    idx = torch.randperm(PAPER_HF_MAX, generator=torch.Generator().manual_seed(10_000))[:n_hf]
     return {"theta": full["theta"][idx], "x": full["x"][idx]}
 
 
