@@ -29,8 +29,9 @@ low-fidelity (LF) simulations and then fine-tunes every weight on the few high-f
 
 The flow: 5 masked-autoregressive rational-quadratic spline layers (8 bins, conditioners of 5
 hidden layers of 50 units, zuko), Gaussian base. theta is mapped from the prior's support to R^d
-by a fixed bijection (logit for uniform boxes, log for log-normal priors) whose Jacobian is part of
-the density, so samples never leave the prior. x is z-scored with the statistics of the data of
+by a fixed bijection (logit for uniform boxes, log for log-normal priors, (theta - loc) / scale for
+normal ones: sbi's mcmc_transform, as the authors use it) whose Jacobian is part of the density, so
+samples never leave the prior. x is z-scored with the statistics of the data of
 the current training phase. Training: negative log-likelihood, random 90/10 train/validation
 split, minibatches of min(200, N), Adam, gradient norm clipped at 5, stop after 20 epochs without
 validation improvement, best-validation weights kept.

@@ -47,6 +47,26 @@ def test_bijection_round_trip_and_jacobian():
     assert torch.allclose(logdet, grads.abs().log().sum(-1), atol=1e-8)
 
 
+@pytest.mark.parametrize("kind", ["uniform", "normal", "lognormal"])
+def test_bijection_is_sbis_mcmc_transform(kind):
+    # the MF-NPE authors build their theta map with sbi's mcmc_transform: same u and log-Jacobian
+    sbi_utils = pytest.importorskip("sbi.utils", reason="sbi (the .[bench] extra) not installed")
+    a, b = torch.tensor([-1.0, 0.1]), torch.tensor([3.0, 0.6])
+    if kind == "uniform":
+        spec = [{"name": f"t{i}", "dist": kind, "low": float(a[i]), "high": float(b[i])} for i in range(2)]
+        theirs = sbi_utils.BoxUniform(a, b)
+    else:
+        spec = [{"name": f"t{i}", "dist": kind, "loc": float(a[i]), "scale": float(b[i])} for i in range(2)]
+        dist = torch.distributions.Normal if kind == "normal" else torch.distributions.LogNormal
+        theirs = torch.distributions.Independent(dist(a, b), 1)
+    prior = Prior.from_spec(spec)
+    transform = sbi_utils.mcmc_transform(theirs)
+    theta = prior.sample(100, torch.Generator().manual_seed(5))
+    u, logdet = prior.to_unconstrained(theta)
+    assert torch.allclose(u, transform(theta), atol=1e-5)
+    assert torch.allclose(logdet, transform.log_abs_det_jacobian(theta, transform(theta)), atol=1e-5)
+
+
 def test_prior_spec_errors_and_round_trip():
     assert Prior.from_spec(MIXED.to_spec()) == MIXED
     assert Prior.from_spec({"parameters": [{"name": "w", "dist": "normal", "loc": 0, "scale": 1, "count": 3}]}).names == ["w_1", "w_2", "w_3"]

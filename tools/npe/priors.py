@@ -3,12 +3,13 @@
 A prior is a product of one-dimensional factors, one per named parameter:
 
 * ``uniform``   U[low, high]            -> u = logit((theta - low) / (high - low))
-* ``normal``    N(loc, scale^2)         -> u = theta (support is already R)
+* ``normal``    N(loc, scale^2)         -> u = (theta - loc) / scale
 * ``lognormal`` LogNormal(loc, scale)   -> u = log(theta)
 
 The flow models u, so  log q(theta | x) = log q_u(u | x) + log |du/dtheta|, and samples mapped
-back through the inverse never leave the prior's support (this is what sbi's ``mcmc_transform``
-does for BoxUniform and LogNormal priors, as used by the MF-NPE authors).
+back through the inverse never leave the prior's support. This is sbi's ``mcmc_transform``, as
+used by the MF-NPE authors: ``biject_to`` of the support for bounded or half-bounded priors
+(BoxUniform, LogNormal), the prior's own mean/std affine map for priors on all of R.
 """
 from __future__ import annotations
 
@@ -147,25 +148,26 @@ class Prior:
         """theta (n, d) -> (u (n, d), log|det du/dtheta| (n,)).
 
         Box: s = (theta - low)/(high - low), u = log s - log(1 - s), log|du/dtheta| = -log s - log(1-s) - log(high-low).
-        Log-normal: u = log theta, log|du/dtheta| = -log theta.  Normal: identity."""
+        Log-normal: u = log theta, log|du/dtheta| = -log theta.  Normal: u = (theta - loc)/scale,
+        log|du/dtheta| = -log scale."""
         a, b = self._ab(theta.dtype)
         uni, logn = self._col("uniform"), self._col("lognormal")
         s = ((theta - a) / (b - a)).clamp(_EDGE_EPS, 1 - _EDGE_EPS)
         u_box = torch.log(s) - torch.log1p(-s)
         ld_box = -torch.log(s) - torch.log1p(-s) - torch.log(b - a)
         log_t = torch.log(theta.clamp_min(torch.finfo(theta.dtype).tiny))
-        u = torch.where(uni, u_box, torch.where(logn, log_t, theta))
-        logdet = torch.where(uni, ld_box, torch.where(logn, -log_t, torch.zeros_like(theta)))
+        u = torch.where(uni, u_box, torch.where(logn, log_t, (theta - a) / b))
+        logdet = torch.where(uni, ld_box, torch.where(logn, -log_t, -torch.log(b).expand_as(theta)))
         return u, logdet.sum(-1)
 
     def unconstrained_moments(self, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and standard deviation of u = to_unconstrained(theta) under the prior, in closed form:
-        logit of a uniform box (standard logistic): 0 and pi / sqrt(3); log of a log-normal and a
-        normal: its (loc, scale)."""
+        logit of a uniform box (standard logistic): 0 and pi / sqrt(3); log of a log-normal: its
+        (loc, scale); a standardised normal: 0 and 1."""
         a, b = self._ab(torch.float64)
-        uni = self._col("uniform")
-        mean = torch.where(uni, torch.zeros_like(a), a)
-        std = torch.where(uni, torch.full_like(b, math.pi / math.sqrt(3)), b)
+        uni, logn = self._col("uniform"), self._col("lognormal")
+        mean = torch.where(logn, a, torch.zeros_like(a))
+        std = torch.where(uni, torch.full_like(b, math.pi / math.sqrt(3)), torch.where(logn, b, torch.ones_like(b)))
         return mean.to(dtype), std.to(dtype)
 
     def from_unconstrained(self, u: torch.Tensor) -> torch.Tensor:
@@ -174,4 +176,4 @@ class Prior:
         uni, logn = self._col("uniform"), self._col("lognormal")
         box = a + (b - a) * torch.sigmoid(u)
         box = torch.minimum(torch.maximum(box, a), b)  # rounding never steps outside [low, high]
-        return torch.where(uni, box, torch.where(logn, torch.exp(u), u))
+        return torch.where(uni, box, torch.where(logn, torch.exp(u), a + b * u))
