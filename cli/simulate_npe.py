@@ -29,9 +29,10 @@ low-fidelity (LF) simulations and then fine-tunes every weight on the few high-f
 
 The flow: 5 masked-autoregressive rational-quadratic spline layers (8 bins, conditioners of 5
 hidden layers of 50 units, zuko), Gaussian base. theta is mapped from the prior's support to R^d
-by a fixed bijection (logit for uniform boxes, log for log-normal priors, (theta - loc) / scale for
-normal ones: sbi's mcmc_transform, as the authors use it) whose Jacobian is part of the density, so
-samples never leave the prior. x is z-scored with the statistics of the data of
+by a fixed bijection whose Jacobian is part of the density, so samples never leave the prior:
+logit for uniform boxes and (theta - loc) / scale for normal priors (sbi's mcmc_transform, as the
+authors use it), (log theta - loc) / scale for log-normal ones (the authors stop at log theta, which
+leaves priors far from 0 outside the splines' [-5, 5] domain, where the flow cannot reach them). x is z-scored with the statistics of the data of
 the current training phase. Training: negative log-likelihood, random 90/10 train/validation
 split, minibatches of min(200, N), Adam, gradient norm clipped at 5, stop after 20 epochs without
 validation improvement, best-validation weights kept.
@@ -286,7 +287,7 @@ def _partial_target(run, partial):
 ADVANCED_SIMULATE = ("quantile", "truncation_samples", "chunk_size", "partial")
 ADVANCED_TRAIN = ("timeout", "workers", "partial", "quantile", "truncation_samples", "ensemble", "active_fraction",
                   "candidates", "lr_pretrain", "batch_size", "validation_fraction", "patience", "clip", "max_epochs",
-                  "x_stats", "transforms", "bins", "hidden", "depth", "embedding", "embedding_dim", "theta_standardize")
+                  "x_stats", "transforms", "bins", "hidden", "depth", "embedding", "embedding_dim")
 
 
 @verb(group, "simulate", output="artifact", torch_options=True, advanced=ADVANCED_SIMULATE)
@@ -490,13 +491,10 @@ def merge(run, files):
 @click.option("--depth", type=click.IntRange(min=1), default=5, show_default=True)
 @click.option("--embedding", type=click.Choice(["identity", "mlp"]), default="identity", show_default=True)
 @click.option("--embedding-dim", type=click.IntRange(min=0), default=0)
-@click.option("--theta-standardize", is_flag=True,
-              help="Also standardise the unconstrained theta by its prior moments (as sbi z-scores theta; "
-                   "off in the paper). With --pretrained the pretrained flow's setting holds.")
 def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator, simulator_cmd, timeout, workers,
           partial, x_o_path, observation, hf_budget, rounds, quantile, truncation_samples, ensemble, active_fraction,
           candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, clip, max_epochs, x_stats,
-          transforms, bins, hidden, depth, embedding, embedding_dim, theta_standardize):
+          transforms, bins, hidden, depth, embedding, embedding_dim):
     """Train a posterior estimator (npe, mf-npe, tsnpe, mf-tsnpe, a-mf-tsnpe) -> npe-posterior."""
     import math
 
@@ -508,7 +506,7 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
     from cortexkit.tools.npe.simulation import SimulationError, run_chunks
     from cortexkit.tools.npe.training import TrainConfig
 
-    flow_cfg = FlowConfig(transforms, bins, hidden, depth, embedding, embedding_dim, theta_standardize)
+    flow_cfg = FlowConfig(transforms, bins, hidden, depth, embedding, embedding_dim)
     base = TrainConfig(lr=lr, batch_size=batch_size, validation_fraction=validation_fraction, patience=patience,
                        clip=clip, max_epochs=max_epochs)
     seed = run.seed or 0

@@ -100,11 +100,22 @@ def sbi_prior():
     return BoxUniform(low=torch.tensor([0.1, 0.1]), high=torch.tensor([3.0, 0.6]))
 
 
+def sbi_estimator(name, prior=None):
+    """sbi's own estimators by name, plus ``zuko_nsf_paper``: sbi's zuko NSF configured as the MF-NPE
+    flow (8 bins, theta through the prior's bijection to R^d instead of z-scored), so that the two
+    implementations can be compared at equal architecture."""
+    if name != "zuko_nsf_paper":
+        return name
+    from sbi.neural_nets import posterior_nn
+
+    return posterior_nn("zuko_nsf", z_score_theta="transform_to_unconstrained", num_bins=8, x_dist=prior or sbi_prior())
+
+
 def sbi_npe(theta, x, seed, estimator):
     from sbi.inference import NPE
 
     torch.manual_seed(seed)
-    inf = NPE(prior=sbi_prior(), density_estimator=estimator, show_progress_bars=False)
+    inf = NPE(prior=sbi_prior(), density_estimator=sbi_estimator(estimator), show_progress_bars=False)
     t0 = time.process_time()
     de = inf.append_simulations(theta, x).train(training_batch_size=200, learning_rate=5e-4, validation_fraction=0.1,
                                                 stop_after_epochs=20, clip_max_norm=5.0, show_train_summary=False)
@@ -154,7 +165,7 @@ def sbi_tsnpe(x_o, n_hf, seed, estimator, truncation_samples, rounds=5):
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     prior = sbi_prior()
-    inf = NPE(prior=prior, density_estimator=estimator, show_progress_bars=False)
+    inf = NPE(prior=prior, density_estimator=sbi_estimator(estimator, prior), show_progress_bars=False)
     proposal = prior
     t0 = time.process_time()
     for r in range(rounds):
@@ -289,7 +300,7 @@ def main():
     ap.add_argument("phase", choices=["amortized", "sequential", "summarize"])
     ap.add_argument("files", nargs="*")
     ap.add_argument("--n-hf", type=int, nargs="+", default=[50, 100, 1000])
-    ap.add_argument("--n-lf", type=int, nargs="+", default=[1000, 10000])
+    ap.add_argument("--n-lf", type=int, nargs="*", default=[1000, 10000], help="LF sizes for MF rows; none: no MF rows")
     ap.add_argument("--seeds", type=int, nargs="+", default=[12, 13])
     ap.add_argument("--observations", type=int, nargs="+", default=list(range(10)))
     ap.add_argument("--sbi-estimators", nargs="*", default=["zuko_nsf"])

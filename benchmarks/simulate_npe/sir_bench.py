@@ -22,7 +22,7 @@ import torch
 from safetensors.torch import load_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ou_bench import emit  # noqa: E402
+from ou_bench import emit, sbi_estimator  # noqa: E402
 
 from cortexkit.tools.npe import methods as M  # noqa: E402
 from cortexkit.tools.npe import metrics as Q  # noqa: E402
@@ -46,9 +46,8 @@ def main():
                     help="days between the coarse solver's outputs (default: the built-in LF's, 4; the official config's is 32)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[12])
     ap.add_argument("--samples", type=int, default=1000, help="posterior and reference samples per C2ST (paper: 10000)")
-    ap.add_argument("--sbi-estimator", default="zuko_nsf", help="'none': skip the sbi rows")
-    ap.add_argument("--theta-standardize", action="store_true",
-                    help="our flows also standardise the unconstrained theta (methods tagged -zs)")
+    ap.add_argument("--sbi-estimators", nargs="*", default=["zuko_nsf"],
+                    help="sbi rows (no value: none); zuko_nsf_paper = sbi's NSF with the authors' theta map (log)")
     ap.add_argument("--out", default="sir_bench.jsonl")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -70,8 +69,7 @@ def main():
             vals.append(Q.c2st(s, ref["reference_posterior_samples"][i][: args.samples], "rf"))
         return vals
 
-    flow_cfg = FlowConfig(theta_standardize=args.theta_standardize)
-    tag = "-zs" if args.theta_standardize else ""
+    flow_cfg = FlowConfig()
     for seed in args.seeds:
         pre = {}
         for n_lf in args.n_lf:
@@ -84,30 +82,28 @@ def main():
             th, x = th_hf_all[:n_hf], x_hf_all[:n_hf]
             t0 = time.process_time()
             npe, h = M.fit_npe(task.prior, th, x, flow_cfg, seed=seed)
-            runs = [("npe" + tag, npe, time.process_time() - t0, h.epochs)]
+            runs = [("npe", npe, time.process_time() - t0, h.epochs)]
             for n_lf in args.n_lf:
                 t0 = time.process_time()
                 mf, h = M.fine_tune(pre[n_lf], th, x, seed=seed, refit_x_stats=True)
-                runs.append((f"mf-npe{len(str(n_lf)) - 1}{tag}", mf, time.process_time() - t0, h.epochs))
+                runs.append((f"mf-npe{len(str(n_lf)) - 1}", mf, time.process_time() - t0, h.epochs))
             for method, model, t, ep in runs:
                 emit(args.out, {"phase": "amortized", "task": "sir", "method": method, "tool": "cortexkit", "n_hf": n_hf,
                                 "seed": seed, "train_cpu_s": t, "epochs": ep, "lf_saveat": saveat,
                                 "rf_c2st": c2st(lambda xo, n, m=model: m.sample(n, xo))})
-            if args.sbi_estimator == "none":
-                continue
             from sbi.inference import NPE
 
-            torch.manual_seed(seed)
-            inf = NPE(prior=sbi_prior(), density_estimator=args.sbi_estimator, show_progress_bars=False)
-            t0 = time.process_time()
-            de = inf.append_simulations(th, x).train(training_batch_size=200, learning_rate=5e-4, validation_fraction=0.1,
-                                                     stop_after_epochs=20, clip_max_norm=5.0, show_train_summary=False)
-            t = time.process_time() - t0
-            post = inf.build_posterior(de)
-            emit(args.out, {"phase": "amortized", "task": "sir", "method": "npe", "tool": f"sbi-{args.sbi_estimator}",
-                            "n_hf": n_hf, "seed": seed, "train_cpu_s": t, "epochs": inf.summary["epochs_trained"][-1],
-                            "rf_c2st": c2st(lambda xo, n: post.sample((n,), x=xo, show_progress_bars=False))})
-
+            for est in args.sbi_estimators:
+                torch.manual_seed(seed)
+                inf = NPE(prior=sbi_prior(), density_estimator=sbi_estimator(est, sbi_prior()), show_progress_bars=False)
+                t0 = time.process_time()
+                de = inf.append_simulations(th, x).train(training_batch_size=200, learning_rate=5e-4, validation_fraction=0.1,
+                                                         stop_after_epochs=20, clip_max_norm=5.0, show_train_summary=False)
+                t = time.process_time() - t0
+                post = inf.build_posterior(de)
+                emit(args.out, {"phase": "amortized", "task": "sir", "method": "npe", "tool": f"sbi-{est}",
+                                "n_hf": n_hf, "seed": seed, "train_cpu_s": t, "epochs": inf.summary["epochs_trained"][-1],
+                                "rf_c2st": c2st(lambda xo, n: post.sample((n,), x=xo, show_progress_bars=False))})
 
 if __name__ == "__main__":
     main()

@@ -128,7 +128,7 @@ def test_train_sample_score_evaluate_pipeline(cli, sh, work):
     assert cli(TOOL, "simulate", "--task", "ou", "-n", "60", "--seed", "2", "-o", work / "hf.st").returncode == 0
     assert cli(TOOL, "simulate", "--task", "ou", "-n", "3", "--seed", "9", "-o", work / "obs.st").returncode == 0
     train = [TOOL, "train", "--method", "mf-npe", "--lf", work / "lf.st", "--hf", work / "hf.st", "--seed", "4",
-             "--theta-standardize", *TINY]
+             "--embedding", "mlp", *TINY]
     (work / "again").mkdir()
     p = cli(*train, "-o", "post.st", cwd=work)
     assert p.returncode == 0, p.stderr
@@ -155,7 +155,7 @@ def test_train_sample_score_evaluate_pipeline(cli, sh, work):
     art = read_artifact(str(work / "post.st"), "npe-posterior")
     post = posterior_from(art.tensors, {k: art.meta_json(k) for k in ("npe.prior", "npe.flow", "npe.x_dim", "npe.members")})
     hf = sims(work / "hf.st")
-    assert post.members[0].cfg.theta_standardize  # the flag reached the artifact and the reload
+    assert post.members[0].cfg.embedding == "mlp"  # the flag reached the artifact and the reload
     with torch.no_grad():
         assert torch.equal(post.log_prob(hf["theta"], hf["x"]), sims(work / "lp.st")["log_prob"])
     # NLTP and SBC reports

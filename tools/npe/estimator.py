@@ -31,9 +31,6 @@ class FlowConfig:
     depth: int = 5
     embedding: str = "identity"  # or "mlp": 2-layer MLP(in, 50, out=embedding_dim)
     embedding_dim: int = 0  # 0: same as x dim
-    # also standardise the unconstrained theta by its prior moments (a fixed affine map after the
-    # logit/log bijection, as sbi z-scores theta); off in the paper
-    theta_standardize: bool = False
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -90,16 +87,9 @@ class PosteriorEstimator(nn.Module):
     def context(self, x: torch.Tensor) -> torch.Tensor:
         return self.embedding(self.standardizer(x))
 
-    def _u_affine(self, dtype) -> tuple[torch.Tensor, torch.Tensor] | None:
-        return self.prior.unconstrained_moments(dtype) if self.cfg.theta_standardize else None
-
     def log_prob(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """log q(theta | x) -> (n,). x is (n, x_dim) or one observation (x_dim,)."""
         u, logdet = self.prior.to_unconstrained(theta)
-        affine = self._u_affine(u.dtype)
-        if affine is not None:
-            u = (u - affine[0]) / affine[1]
-            logdet = logdet - torch.log(affine[1]).sum()
         c = self.context(x)
         if c.dim() == 1:
             c = c.expand(theta.shape[0], -1)
@@ -109,9 +99,6 @@ class PosteriorEstimator(nn.Module):
     def sample(self, n: int, x_o: torch.Tensor) -> torch.Tensor:
         """n samples from q(theta | x_o) for one observation x_o (x_dim,) -> (n, d), inside the prior support."""
         u = self.flow(self.context(x_o)).sample((n,))
-        affine = self._u_affine(u.dtype)
-        if affine is not None:
-            u = u * affine[1] + affine[0]
         return self.prior.from_unconstrained(u)
 
     def num_parameters(self) -> int:

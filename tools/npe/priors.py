@@ -4,12 +4,15 @@ A prior is a product of one-dimensional factors, one per named parameter:
 
 * ``uniform``   U[low, high]            -> u = logit((theta - low) / (high - low))
 * ``normal``    N(loc, scale^2)         -> u = (theta - loc) / scale
-* ``lognormal`` LogNormal(loc, scale)   -> u = log(theta)
+* ``lognormal`` LogNormal(loc, scale)   -> u = (log(theta) - loc) / scale
 
 The flow models u, so  log q(theta | x) = log q_u(u | x) + log |du/dtheta|, and samples mapped
-back through the inverse never leave the prior's support. This is sbi's ``mcmc_transform``, as
-used by the MF-NPE authors: ``biject_to`` of the support for bounded or half-bounded priors
-(BoxUniform, LogNormal), the prior's own mean/std affine map for priors on all of R.
+back through the inverse never leave the prior's support. Under the prior every u is standard
+(logistic for boxes, N(0, 1) otherwise), which matters because zuko's splines act on [-5, 5] only
+and are the identity outside it. Boxes and normals get exactly sbi's ``mcmc_transform``, the map
+the MF-NPE authors use; for log-normals ``mcmc_transform`` stops at log(theta), which leaves a prior
+such as LogNormal(-8, 0.5) in the splines' identity tails where the flow cannot move it (checked:
+posterior mean of log theta -0.3 instead of -8.3), so the prior's affine standardisation follows.
 """
 from __future__ import annotations
 
@@ -148,27 +151,17 @@ class Prior:
         """theta (n, d) -> (u (n, d), log|det du/dtheta| (n,)).
 
         Box: s = (theta - low)/(high - low), u = log s - log(1 - s), log|du/dtheta| = -log s - log(1-s) - log(high-low).
-        Log-normal: u = log theta, log|du/dtheta| = -log theta.  Normal: u = (theta - loc)/scale,
-        log|du/dtheta| = -log scale."""
+        Log-normal: u = (log theta - loc)/scale, log|du/dtheta| = -log theta - log scale.
+        Normal: u = (theta - loc)/scale, log|du/dtheta| = -log scale."""
         a, b = self._ab(theta.dtype)
         uni, logn = self._col("uniform"), self._col("lognormal")
         s = ((theta - a) / (b - a)).clamp(_EDGE_EPS, 1 - _EDGE_EPS)
         u_box = torch.log(s) - torch.log1p(-s)
         ld_box = -torch.log(s) - torch.log1p(-s) - torch.log(b - a)
         log_t = torch.log(theta.clamp_min(torch.finfo(theta.dtype).tiny))
-        u = torch.where(uni, u_box, torch.where(logn, log_t, (theta - a) / b))
-        logdet = torch.where(uni, ld_box, torch.where(logn, -log_t, -torch.log(b).expand_as(theta)))
+        u = torch.where(uni, u_box, (torch.where(logn, log_t, theta) - a) / b)
+        logdet = torch.where(uni, ld_box, torch.where(logn, -log_t, torch.zeros_like(theta)) - torch.log(b))
         return u, logdet.sum(-1)
-
-    def unconstrained_moments(self, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
-        """Mean and standard deviation of u = to_unconstrained(theta) under the prior, in closed form:
-        logit of a uniform box (standard logistic): 0 and pi / sqrt(3); log of a log-normal: its
-        (loc, scale); a standardised normal: 0 and 1."""
-        a, b = self._ab(torch.float64)
-        uni, logn = self._col("uniform"), self._col("lognormal")
-        mean = torch.where(logn, a, torch.zeros_like(a))
-        std = torch.where(uni, torch.full_like(b, math.pi / math.sqrt(3)), torch.where(logn, b, torch.ones_like(b)))
-        return mean.to(dtype), std.to(dtype)
 
     def from_unconstrained(self, u: torch.Tensor) -> torch.Tensor:
         """u (n, d) -> theta (n, d), the inverse of :meth:`to_unconstrained` (lands in the support)."""
@@ -176,4 +169,5 @@ class Prior:
         uni, logn = self._col("uniform"), self._col("lognormal")
         box = a + (b - a) * torch.sigmoid(u)
         box = torch.minimum(torch.maximum(box, a), b)  # rounding never steps outside [low, high]
-        return torch.where(uni, box, torch.where(logn, torch.exp(u), a + b * u))
+        y = a + b * u
+        return torch.where(uni, box, torch.where(logn, torch.exp(y), y))
