@@ -128,7 +128,7 @@ def amortized(args):
     obs = load("true_obs_10")
     idx = args.observations
     prior = get_task("ou").prior
-    for seed in args.seeds:
+    for seed in args.seeds or [12, 13]:
         pre = {}
         for n_lf in args.n_lf:
             lf = load_lf(n_lf)
@@ -185,7 +185,7 @@ def sbi_tsnpe(x_o, n_hf, seed, estimator, truncation_samples, rounds=5):
 def sequential(args):
     obs = load("true_obs_10")
     prior = get_task("ou").prior
-    for seed in args.seeds:
+    for seed in args.seeds or [12, 13]:
         lf = load_lf(args.n_lf[0])
         t0 = time.process_time()
         pre, h = M.fit_npe(prior, lf["theta"], lf["x"], train_cfg=M.TrainConfig(lr=M.LR_PRETRAIN), seed=seed)
@@ -233,6 +233,8 @@ def summarize(args):
     rows = []
     for p in args.files:
         rows += [json.loads(line) for line in open(p) if line.strip()]
+    if args.seeds:
+        rows = [r for r in rows if r["seed"] in args.seeds]
     groups = {}
     for r in rows:
         if r.get("phase") == "pretrain":
@@ -301,7 +303,7 @@ def main():
     ap.add_argument("files", nargs="*")
     ap.add_argument("--n-hf", type=int, nargs="+", default=[50, 100, 1000])
     ap.add_argument("--n-lf", type=int, nargs="*", default=[1000, 10000], help="LF sizes for MF rows; none: no MF rows")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[12, 13])
+    ap.add_argument("--seeds", type=int, nargs="+", help="seeds to run (default 12 13); summarize: keep only these")
     ap.add_argument("--observations", type=int, nargs="+", default=list(range(10)))
     ap.add_argument("--sbi-estimators", nargs="*", default=["zuko_nsf"])
     ap.add_argument("--no-npe", action="store_true", help="amortized: skip our NPE rows (add MF rows to a run)")
