@@ -32,8 +32,8 @@ hidden layers of 50 units, zuko), Gaussian base. theta is mapped from the prior'
 by a fixed bijection whose Jacobian is part of the density, so samples never leave the prior:
 logit for uniform boxes and (theta - loc) / scale for normal priors (sbi's mcmc_transform, as the
 authors use it), (log theta - loc) / scale for log-normal ones (the authors stop at log theta, which
-leaves priors far from 0 outside the splines' [-5, 5] domain, where the flow cannot reach them). x is z-scored with the statistics of the data of
-the current training phase. Training: negative log-likelihood, random 90/10 train/validation
+leaves priors far from 0 outside the splines' [-5, 5] domain, where the flow cannot reach them).
+x is z-scored with the statistics of the data of the current training phase. Training: negative log-likelihood, random 90/10 train/validation
 split, minibatches of min(200, N), Adam, gradient norm clipped at 5, stop after 20 epochs without
 validation improvement, best-validation weights kept.
 

@@ -111,11 +111,13 @@ def sbi_estimator(name, prior=None):
     return posterior_nn("zuko_nsf", z_score_theta="transform_to_unconstrained", num_bins=8, x_dist=prior or sbi_prior())
 
 
-def sbi_npe(theta, x, seed, estimator):
+def sbi_npe(theta, x, seed, estimator, prior=None):
+    """sbi NPE with the paper's hyperparameters -> (sample_fn(x_o, n), train CPU s, epochs); prior: OU's by default."""
     from sbi.inference import NPE
 
+    prior = prior or sbi_prior()
     torch.manual_seed(seed)
-    inf = NPE(prior=sbi_prior(), density_estimator=sbi_estimator(estimator), show_progress_bars=False)
+    inf = NPE(prior=prior, density_estimator=sbi_estimator(estimator, prior), show_progress_bars=False)
     t0 = time.process_time()
     de = inf.append_simulations(theta, x).train(training_batch_size=200, learning_rate=5e-4, validation_fraction=0.1,
                                                 stop_after_epochs=20, clip_max_norm=5.0, show_train_summary=False)

@@ -22,7 +22,7 @@ import torch
 from safetensors.torch import load_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ou_bench import emit, sbi_estimator  # noqa: E402
+from ou_bench import emit, sbi_npe  # noqa: E402
 
 from cortexkit.tools.npe import methods as M  # noqa: E402
 from cortexkit.tools.npe import metrics as Q  # noqa: E402
@@ -91,19 +91,11 @@ def main():
                 emit(args.out, {"phase": "amortized", "task": "sir", "method": method, "tool": "cortexkit", "n_hf": n_hf,
                                 "seed": seed, "train_cpu_s": t, "epochs": ep, "lf_saveat": saveat,
                                 "rf_c2st": c2st(lambda xo, n, m=model: m.sample(n, xo))})
-            from sbi.inference import NPE
-
             for est in args.sbi_estimators:
-                torch.manual_seed(seed)
-                inf = NPE(prior=sbi_prior(), density_estimator=sbi_estimator(est, sbi_prior()), show_progress_bars=False)
-                t0 = time.process_time()
-                de = inf.append_simulations(th, x).train(training_batch_size=200, learning_rate=5e-4, validation_fraction=0.1,
-                                                         stop_after_epochs=20, clip_max_norm=5.0, show_train_summary=False)
-                t = time.process_time() - t0
-                post = inf.build_posterior(de)
+                sample_fn, t, epochs = sbi_npe(th, x, seed, est, sbi_prior())
                 emit(args.out, {"phase": "amortized", "task": "sir", "method": "npe", "tool": f"sbi-{est}",
-                                "n_hf": n_hf, "seed": seed, "train_cpu_s": t, "epochs": inf.summary["epochs_trained"][-1],
-                                "rf_c2st": c2st(lambda xo, n: post.sample((n,), x=xo, show_progress_bars=False))})
+                                "n_hf": n_hf, "seed": seed, "train_cpu_s": t, "epochs": epochs, "rf_c2st": c2st(sample_fn)})
+
 
 if __name__ == "__main__":
     main()

@@ -7,7 +7,7 @@ python benchmarks/simulate_npe/ou_bench.py summarize $R/ou_amortized.jsonl $R/ou
 python benchmarks/simulate_npe/ou_bench.py summarize $R/ou_amortized.jsonl $R/ou_amortized_1e4.jsonl $R/ou_amortized_lf1e5.jsonl $R/ou_amortized_fine_a.jsonl $R/ou_amortized_fine_b.jsonl --yaml $R/ou_amortized_fine.yaml > /dev/null
 # cross-check: sbi's NSF with the paper's architecture (logit theta map, 8 bins) beside ours, seeds 12-16
 python benchmarks/simulate_npe/ou_bench.py summarize $R/ou_amortized.jsonl $R/ou_amortized_1e4.jsonl $R/ou_amortized_sbi_paper.jsonl --seeds 12 13 14 15 16 --yaml $R/ou_amortized_sbi_paper.yaml > /dev/null
-# N_HF 10^5 (simulated with the built-in HF simulator; one seed)
+# N_HF 10^5 (simulated with the built-in HF simulator; seeds 12, 13)
 python benchmarks/simulate_npe/ou_bench.py summarize $R/ou_amortized_1e5.jsonl --yaml $R/ou_amortized_1e5.yaml > /dev/null
 python benchmarks/simulate_npe/ou_bench.py summarize $R/ou_sequential.jsonl --yaml $R/ou_sequential.yaml > /dev/null
 python benchmarks/simulate_npe/ou_bench.py summarize $R/sir_amortized.jsonl --task sir --yaml $R/sir_amortized.yaml > /dev/null

@@ -1,5 +1,4 @@
 """simulate-npe: priors and their bijection, the flow estimator, artifact round trip."""
-import dataclasses
 import math
 
 import pytest
