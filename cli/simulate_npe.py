@@ -99,10 +99,15 @@ A-MF-TSNPE for observation 3, with the HF task simulated in the loop:
     cortexkit simulate-npe train --method a-mf-tsnpe --task ou --lf lf.safetensors \\
       --x-o obs.safetensors --observation 3 --hf-budget 100 -o post3.safetensors
 
-Calibration without a reference posterior:
+Calibration without a reference posterior, with the rank histograms drawn (needs matplotlib):
 
     cortexkit simulate-npe simulate --task sir -n 200 --seed 9 -o test.safetensors
-    cortexkit simulate-npe evaluate --posterior post.safetensors --sbc test.safetensors
+    cortexkit simulate-npe evaluate --posterior post.safetensors --sbc test.safetensors --plot sbc.png
+
+A pair plot of observation 2's posterior against its reference samples:
+
+    cortexkit simulate-npe sample post.safetensors --x-o obs.safetensors -n 1000 \
+      | cortexkit simulate-npe evaluate - --reference obs.safetensors --observation 2 --plot pairs.png
 """,
     "FILES": """
 - npe-simulations (simulate, merge; train --lf/--hf) :: theta (n, d) float32 parameters; x (n, x_dim)
@@ -126,6 +131,9 @@ training phase and round). Reloading gives bit-identical log-probabilities.
 npe-samples file) and, for NLTP, theta_o or theta_true (n_obs, d).
 - prior spec (--prior) :: YAML list of {name, dist: uniform, low, high} | {name, dist: normal, loc,
 scale} | {name, dist: lognormal, loc, scale}; count: k repeats an entry.
+- evaluate --plot PNG :: with SAMPLES, a pair plot of one observation (diagonal: histograms of
+the samples and the reference; below: scatter of both); with --sbc, one rank histogram per
+parameter with the central 99% band of a bin count under calibration (Talts et al. 2018).
 """,
     "SEE ALSO": "cortexkit(1), cortexkit-inspect(1), cortexkit-convert(1)",
     "REFERENCE": """
@@ -732,7 +740,11 @@ def score(run, posterior_path, data_path):
 @click.option("--x-o", "x_o_path", metavar="FILE", help="Observations with theta_o/theta_true, for NLTP.")
 @click.option("--sbc", "sbc_path", metavar="FILE", help="Simulations (theta, x) for simulation-based calibration.")
 @click.option("--sbc-samples", type=click.IntRange(min=10), default=100, show_default=True, help="Posterior draws per SBC pair.")
-def evaluate(run, samples_path, reference, metrics, max_samples, posterior_path, x_o_path, sbc_path, sbc_samples):
+@click.option("--plot", metavar="PNG", help="Pair plot of SAMPLES vs reference (--observation K, default 0), "
+              "else SBC rank histograms (needs matplotlib).")
+@click.option("--observation", type=int, default=None, help="Evaluate (and plot) only this row of SAMPLES (0-based).")
+def evaluate(run, samples_path, reference, metrics, max_samples, posterior_path, x_o_path, sbc_path, sbc_samples,
+             plot, observation):
     """Posterior quality: C2ST (random forest, MLP), MMD against reference samples; NLTP; SBC."""
     import torch
 
@@ -750,6 +762,15 @@ def evaluate(run, samples_path, reference, metrics, max_samples, posterior_path,
         raise CortexError("--x-o (NLTP) and --sbc need --posterior POSTERIOR")
     if posterior_path and not (x_o_path or sbc_path):
         raise CortexError("--posterior needs --x-o FILE (NLTP) or --sbc FILE (calibration)")
+    if plot is not None:
+        if not (samples_path or sbc_path):
+            raise CortexError("--plot draws SAMPLES against --reference, or SBC ranks (--sbc): give one of them")
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise CortexError("--plot needs matplotlib: pip install 'cortexkit[plot]'") from None
+    if observation is not None and not samples_path:
+        raise CortexError("--observation selects a row of SAMPLES: give SAMPLES")
     if "mlp-c2st" in wanted or "rf-c2st" in wanted:
         try:
             import sklearn  # noqa: F401
@@ -770,8 +791,14 @@ def evaluate(run, samples_path, reference, metrics, max_samples, posterior_path,
                               "(n_obs, n, d) with the same n_obs and d")
         if max_samples:
             ours, ref = ours[:, :max_samples], ref[:, :max_samples]
+        rows = range(ours.shape[0])
+        if observation is not None:
+            if not 0 <= observation < ours.shape[0]:
+                raise CortexError(f"--observation {observation}: SAMPLES hold {ours.shape[0]} observations")
+            rows = [observation]
+        names = art.meta_json("npe.parameter_names") or [f"theta_{j + 1}" for j in range(ours.shape[2])]
         per = []
-        for i in run.progress(range(ours.shape[0]), desc="evaluating"):
+        for i in run.progress(rows, desc="evaluating"):
             row = {"observation": i}
             if "rf-c2st" in wanted:
                 row["rf_c2st"] = Q.c2st(ours[i], ref[i], "rf")
@@ -780,7 +807,7 @@ def evaluate(run, samples_path, reference, metrics, max_samples, posterior_path,
             if "mmd" in wanted:
                 row["mmd"] = Q.mmd2(ours[i], ref[i], generator=run.torch_generator())
             per.append(row)
-        report["samples"] = {"n_observations": ours.shape[0], "n_samples": ours.shape[1], "n_reference": ref.shape[1]}
+        report["samples"] = {"n_observations": len(rows), "n_samples": ours.shape[1], "n_reference": ref.shape[1]}
         report["summary"] = {k: Q.mean_ci95([r[k] for r in per]) for k in per[0] if k != "observation"}
         report["per_observation"] = per
     if posterior_path:
@@ -811,4 +838,14 @@ def evaluate(run, samples_path, reference, metrics, max_samples, posterior_path,
             report["sbc"] = {"n_pairs": theta.shape[0], "n_samples": sbc_samples,
                              "parameters": Q.sbc_summary(ranks, sbc_samples, post.prior.names),
                              "hpd_coverage": Q.expected_coverage(lq_true, lq_s)}
+    if plot is not None:
+        from cortexkit.tools.npe import plots
+
+        if samples_path:
+            k = rows[0]
+            title = f"observation {k}" + (f": RF-C2ST {per[0]['rf_c2st']:.3f}" if "rf_c2st" in per[0] else "")
+            plots.pair_plot(plot, ours[k], ref[k], names, title)
+        else:
+            plots.sbc_plot(plot, ranks, sbc_samples, post.prior.names)
+        report["plot"] = str(plot)
     run.write_report(report)

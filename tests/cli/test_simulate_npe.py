@@ -165,6 +165,42 @@ def test_train_sample_score_evaluate_pipeline(cli, sh, work):
     assert set(rep["sbc"]["parameters"]) == {"mu", "sigma"} and rep["sbc"]["n_pairs"] == 60
 
 
+def _png_is_a_drawing(path):
+    import matplotlib.image
+
+    img = matplotlib.image.imread(str(path))
+    return img.ndim == 3 and img.shape[0] > 100 and img[..., :3].std() > 0.05  # not blank
+
+
+def test_evaluate_plots_pairs_and_sbc_ranks(cli, one_line_error, work):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("sklearn")
+    assert cli(TOOL, "simulate", "--task", "ou", "-n", "60", "--seed", "2", "-o", work / "hf.st").returncode == 0
+    assert cli(TOOL, "simulate", "--task", "ou", "-n", "3", "--seed", "9", "-o", work / "obs.st").returncode == 0
+    assert cli(TOOL, "train", "--method", "npe", "--hf", work / "hf.st", "--seed", "4", *TINY,
+               "-o", work / "post.st").returncode == 0
+    for seed, name in ((1, "a.st"), (2, "b.st")):
+        assert cli(TOOL, "sample", work / "post.st", "--x-o", work / "obs.st", "-n", "300", "--seed", seed,
+                   "-o", work / name).returncode == 0
+    p = cli(TOOL, "evaluate", work / "a.st", "--reference", work / "b.st", "--metrics", "rf-c2st",
+            "--observation", "1", "--plot", work / "pairs.png")
+    assert p.returncode == 0, p.stderr
+    import yaml
+
+    rep = yaml.safe_load(p.stdout)
+    assert [r["observation"] for r in rep["per_observation"]] == [1] and rep["samples"]["n_observations"] == 1
+    assert rep["plot"] == str(work / "pairs.png") and _png_is_a_drawing(work / "pairs.png")
+    p = cli(TOOL, "evaluate", "--posterior", work / "post.st", "--sbc", work / "hf.st", "--sbc-samples", "20",
+            "--plot", work / "sbc.png")
+    assert p.returncode == 0, p.stderr
+    assert _png_is_a_drawing(work / "sbc.png")
+    p = cli(TOOL, "evaluate", work / "a.st", "--reference", work / "b.st", "--observation", "3", "--plot", work / "no.png")
+    one_line_error(p, f"{TOOL} evaluate", "--observation 3: SAMPLES hold 3 observations")
+    p = cli(TOOL, "evaluate", "--posterior", work / "post.st", "--x-o", work / "obs.st", "--plot", work / "no.png")
+    one_line_error(p, f"{TOOL} evaluate", "--plot draws SAMPLES against --reference, or SBC ranks")
+    assert not (work / "no.png").exists()
+
+
 def test_sequential_method_through_the_cli(cli, work):
     assert cli(TOOL, "simulate", "--task", "ou", "--fidelity", "lf", "-n", "200", "--seed", "1", "-o", work / "lf.st").returncode == 0
     assert cli(TOOL, "simulate", "--task", "ou", "-n", "2", "--seed", "9", "-o", work / "obs.st").returncode == 0
