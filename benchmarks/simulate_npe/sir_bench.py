@@ -4,7 +4,8 @@ against sbibm's reference posteriors (10 observations).
 The paper's SIR training sets are not public offline, so LF (coarse time grid) and HF (sbibm SIR)
 sets are simulated here with cortexkit's built-in vectorised simulators, once, with fixed seeds
 (HF and LF from separate generators, so the HF sets do not depend on the LF options); every method
-of a seed sees the same files. LF sets of several sizes are prefixes of one simulated set.
+of a seed sees the same files. HF budgets are the first N_HF rows of one set of --hf-pool (10^4)
+simulations, so any budget list gives the same nested sets. LF sets of several sizes are prefixes of one simulated set.
 
     python benchmarks/simulate_npe/sir_bench.py --n-hf 50 100 1000 --n-lf 10000 100000 --seeds 12 --out S.jsonl
     python benchmarks/simulate_npe/ou_bench.py summarize S.jsonl --task sir --yaml sir.yaml
@@ -48,13 +49,18 @@ def main():
     ap.add_argument("--samples", type=int, default=1000, help="posterior and reference samples per C2ST (paper: 10000)")
     ap.add_argument("--sbi-estimators", nargs="*", default=["zuko_nsf"],
                     help="sbi rows (no value: none); zuko_nsf_paper = sbi's NSF with the authors' theta map (log)")
+    ap.add_argument("--hf-pool", type=int, default=10_000,
+                    help="size of the one simulated HF set; every budget is its first N_HF rows")
+    ap.add_argument("--no-npe", action="store_true", help="skip our NPE rows (MF and sbi rows only)")
     ap.add_argument("--out", default="sir_bench.jsonl")
     args = ap.parse_args()
     torch.set_num_threads(1)
     task = get_task("sir")
     ref = load_file(str(REF))
     g = torch.Generator().manual_seed(2026)
-    th_hf_all = task.prior.sample(max(args.n_hf), g)
+    if max(args.n_hf) > args.hf_pool:
+        ap.error(f"--n-hf {max(args.n_hf)} is larger than --hf-pool {args.hf_pool}")
+    th_hf_all = task.prior.sample(args.hf_pool, g)
     x_hf_all = task.simulator("hf")(th_hf_all, g)
     g_lf = torch.Generator().manual_seed(2027)
     th_lf_all = task.prior.sample(max(args.n_lf), g_lf)
@@ -80,9 +86,11 @@ def main():
                             "epochs": h.epochs, "cpu_s": time.process_time() - t0})
         for n_hf in args.n_hf:
             th, x = th_hf_all[:n_hf], x_hf_all[:n_hf]
-            t0 = time.process_time()
-            npe, h = M.fit_npe(task.prior, th, x, flow_cfg, seed=seed)
-            runs = [("npe", npe, time.process_time() - t0, h.epochs)]
+            runs = []
+            if not args.no_npe:
+                t0 = time.process_time()
+                npe, h = M.fit_npe(task.prior, th, x, flow_cfg, seed=seed)
+                runs.append(("npe", npe, time.process_time() - t0, h.epochs))
             for n_lf in args.n_lf:
                 t0 = time.process_time()
                 mf, h = M.fine_tune(pre[n_lf], th, x, seed=seed, refit_x_stats=True)
