@@ -16,14 +16,13 @@ def _pyplot():
     return plt
 
 
-def pair_plot(path: str, samples: torch.Tensor, reference: torch.Tensor | None, names: list[str],
-              title: str = "") -> None:
+def pair_plot(path: str, samples: torch.Tensor, reference: torch.Tensor, names: list[str], title: str = "") -> None:
     """d x d grid: 1-D histograms on the diagonal (shared bins), 2-D scatter below it."""
     plt = _pyplot()
     s = samples.numpy()
-    r = None if reference is None else reference.numpy()
+    r = reference.numpy()
     d = s.shape[1]
-    both = s if r is None else np.concatenate([s, r])
+    both = np.concatenate([s, r])
     lo, hi = both.min(0), both.max(0)
     pad = 0.02 * np.where(hi > lo, hi - lo, 1.0)
     lo, hi = lo - pad, hi + pad
@@ -37,13 +36,11 @@ def pair_plot(path: str, samples: torch.Tensor, reference: torch.Tensor | None, 
                 continue
             if i == j:
                 bins = np.linspace(lo[i], hi[i], 41)
-                if r is not None:
-                    ax.hist(r[:, i], bins=bins, density=True, histtype="step", color="0.3", label="reference")
+                ax.hist(r[:, i], bins=bins, density=True, histtype="step", color="0.3", label="reference")
                 ax.hist(s[:, i], bins=bins, density=True, alpha=0.55, color="C0", label="samples")
                 ax.set_yticks([])
             else:
-                if r is not None:
-                    ax.scatter(r[:, j], r[:, i], s=2, color="0.3", alpha=0.25, linewidths=0)
+                ax.scatter(r[:, j], r[:, i], s=2, color="0.3", alpha=0.25, linewidths=0)
                 ax.scatter(s[:, j], s[:, i], s=2, color="C0", alpha=0.25, linewidths=0)
                 ax.set_ylim(lo[i], hi[i])
             ax.set_xlim(lo[j], hi[j])
@@ -51,8 +48,7 @@ def pair_plot(path: str, samples: torch.Tensor, reference: torch.Tensor | None, 
                 ax.set_xlabel(names[j])
             if j == 0 and i > 0:
                 ax.set_ylabel(names[i])
-    if r is not None:
-        axes[0, 0].legend(fontsize=7, loc="upper right", frameon=False)
+    axes[0, 0].legend(fontsize=7, loc="upper right", frameon=False)
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()
