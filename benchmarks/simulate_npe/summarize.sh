@@ -11,8 +11,9 @@ python benchmarks/simulate_npe/ou_bench.py summarize $R/ou_amortized.jsonl $R/ou
 python benchmarks/simulate_npe/ou_bench.py summarize $R/ou_amortized_1e5.jsonl --yaml $R/ou_amortized_1e5.yaml > /dev/null
 python benchmarks/simulate_npe/ou_bench.py summarize $R/ou_sequential.jsonl --yaml $R/ou_sequential.yaml > /dev/null
 python benchmarks/simulate_npe/ou_bench.py summarize $R/sir_amortized.jsonl --task sir --yaml $R/sir_amortized.yaml > /dev/null
-# the same plus intermediate budgets (nested prefixes of the one 10^4 HF set): MF-NPE4 and sbi NPE
-python benchmarks/simulate_npe/ou_bench.py summarize $R/sir_amortized.jsonl $R/sir_amortized_fine.jsonl --task sir --yaml $R/sir_amortized_fine.yaml > /dev/null
+# the same plus intermediate budgets (nested prefixes of the one 10^4 HF set) and seeds 18-21 (every
+# budget): MF-NPE4 and sbi NPE over seeds 12-21, our NPE over 12-17
+python benchmarks/simulate_npe/ou_bench.py summarize $R/sir_amortized.jsonl $R/sir_amortized_fine.jsonl $R/sir_amortized_fine_more.jsonl --task sir --yaml $R/sir_amortized_fine.yaml > /dev/null
 # the earlier SIR run with the authors' log-only map for the log-normal prior (commit 619823e)
 python benchmarks/simulate_npe/ou_bench.py summarize $R/sir_amortized_lf4.jsonl --task sir --yaml $R/sir_amortized_lf4.yaml > /dev/null
 # the earlier SIR run with the 32-day LF grid (the official config default), kept for the record
