@@ -5,7 +5,8 @@ The paper's SIR training sets are not public offline, so LF (coarse time grid) a
 sets are simulated here with cortexkit's built-in vectorised simulators, once, with fixed seeds
 (HF and LF from separate generators, so the HF sets do not depend on the LF options); every method
 of a seed sees the same files. HF budgets are the first N_HF rows of one set of --hf-pool (10^4)
-simulations, so any budget list gives the same nested sets. LF sets of several sizes are prefixes of one simulated set.
+simulations, so any budget list gives the same nested sets; LF sets of several sizes are likewise
+prefixes of one simulated set.
 
     python benchmarks/simulate_npe/sir_bench.py --n-hf 50 100 1000 --n-lf 10000 100000 --seeds 12 --out S.jsonl
     python benchmarks/simulate_npe/ou_bench.py summarize S.jsonl --task sir --yaml sir.yaml
