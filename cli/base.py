@@ -355,6 +355,14 @@ def command(name: str, *, output: str | None = None, torch_options: bool = False
     return lambda func: _build(func, name, output, torch_options, help, click.command, advanced)
 
 
+def require_matplotlib() -> None:
+    """Fail before any work, in one line naming the extra, when ``--plot`` is asked without matplotlib."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise CortexError("--plot needs matplotlib: pip install 'cortexkit[plot]'") from None
+
+
 def tool_group(name: str, help: str) -> CortexGroup:
     """The click group of one tool; its verbs are declared with :func:`verb`."""
     return CortexGroup(name=name, help=help, context_settings=CONTEXT_SETTINGS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import tool_group, verb
+from cortexkit.cli.base import require_matplotlib, tool_group, verb
 
 KIND_MODEL = "dpfair-model"
 KIND_PREDICTIONS = "dpfair-predictions"
@@ -671,10 +671,7 @@ def sweep(run, table, test_table, gammas, seeds, iterate, plot, **options):
     if options["constraint"] == "none":
         raise CortexError("sweep varies gamma: give a constraint, not none")
     if plot is not None:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise CortexError("--plot needs matplotlib: pip install 'cortexkit[plot]'") from None
+        require_matplotlib()
     data = _read_table(table)
     test = _read_table(test_table)
     source = "<stdin>" if table == "-" else table

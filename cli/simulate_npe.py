@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import tool_group, verb
+from cortexkit.cli.base import require_matplotlib, tool_group, verb
 from cortexkit.formats.errors import CortexError
 
 group = tool_group(
@@ -765,10 +765,7 @@ def evaluate(run, samples_path, reference, metrics, max_samples, posterior_path,
     if plot is not None:
         if not (samples_path or sbc_path):
             raise CortexError("--plot draws SAMPLES against --reference, or SBC ranks (--sbc): give one of them")
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise CortexError("--plot needs matplotlib: pip install 'cortexkit[plot]'") from None
+        require_matplotlib()
     if observation is not None and not samples_path:
         raise CortexError("--observation selects a row of SAMPLES: give SAMPLES")
     if "mlp-c2st" in wanted or "rf-c2st" in wanted:
@@ -796,7 +793,6 @@ def evaluate(run, samples_path, reference, metrics, max_samples, posterior_path,
             if not 0 <= observation < ours.shape[0]:
                 raise CortexError(f"--observation {observation}: SAMPLES hold {ours.shape[0]} observations")
             rows = [observation]
-        names = art.meta_json("npe.parameter_names") or [f"theta_{j + 1}" for j in range(ours.shape[2])]
         per = []
         for i in run.progress(rows, desc="evaluating"):
             row = {"observation": i}
@@ -843,6 +839,7 @@ def evaluate(run, samples_path, reference, metrics, max_samples, posterior_path,
 
         if samples_path:
             k = rows[0]
+            names = art.meta_json("npe.parameter_names") or [f"theta_{j + 1}" for j in range(ours.shape[2])]
             title = f"observation {k}" + (f": RF-C2ST {per[0]['rf_c2st']:.3f}" if "rf_c2st" in per[0] else "")
             plots.pair_plot(plot, ours[k], ref[k], names, title)
         else:
