@@ -127,8 +127,8 @@ def sbi_npe(theta, x, seed, estimator, prior=None):
 
 
 def amortized(args):
-    obs = load("true_obs_10")
-    idx = args.observations
+    obs = load(f"true_obs_{args.obs_set}")
+    idx = args.observations or range(len(obs["x_o"]))
     prior = get_task("ou").prior
     for seed in args.seeds or [12, 13]:
         pre = {}
@@ -152,12 +152,12 @@ def amortized(args):
             for method, tool, model, t, ep in runs:
                 vals = c2st_all(lambda xo, n, m=model: m.sample(n, xo), obs, idx)
                 emit(args.out, {"phase": "amortized", "method": method, "tool": tool, "n_hf": n_hf, "seed": seed,
-                                "train_cpu_s": t, "epochs": ep, "rf_c2st": vals})
+                                "obs_set": args.obs_set, "train_cpu_s": t, "epochs": ep, "rf_c2st": vals})
             for est in args.sbi_estimators:
                 sample_fn, t, ep = sbi_npe(hf["theta"], hf["x"], seed, est)
                 vals = c2st_all(sample_fn, obs, idx)
                 emit(args.out, {"phase": "amortized", "method": "npe", "tool": f"sbi-{est}", "n_hf": n_hf, "seed": seed,
-                                "train_cpu_s": t, "epochs": ep, "rf_c2st": vals})
+                                "obs_set": args.obs_set, "train_cpu_s": t, "epochs": ep, "rf_c2st": vals})
 
 
 def sbi_tsnpe(x_o, n_hf, seed, estimator, truncation_samples, rounds=5):
@@ -185,7 +185,7 @@ def sbi_tsnpe(x_o, n_hf, seed, estimator, truncation_samples, rounds=5):
 
 
 def sequential(args):
-    obs = load("true_obs_10")
+    obs = load(f"true_obs_{args.obs_set}")
     prior = get_task("ou").prior
     for seed in args.seeds or [12, 13]:
         lf = load_lf(args.n_lf[0])
@@ -195,7 +195,7 @@ def sequential(args):
                         "cpu_s": time.process_time() - t0})
         tag = len(str(args.n_lf[0])) - 1
         for n_hf in args.n_hf:
-            for i in args.observations:
+            for i in args.observations or range(len(obs["x_o"])):
                 x_o = obs["x_o"][i]
                 ref = obs["reference_posterior_samples"][i]
                 for method, kw in (("mf-tsnpe", {}), ("a-mf-tsnpe", {"ensemble_size": 5, "active_fraction": 0.2})):
@@ -306,7 +306,9 @@ def main():
     ap.add_argument("--n-hf", type=int, nargs="+", default=[50, 100, 1000])
     ap.add_argument("--n-lf", type=int, nargs="*", default=[1000, 10000], help="LF sizes for MF rows; none: no MF rows")
     ap.add_argument("--seeds", type=int, nargs="+", help="seeds to run (default 12 13); summarize: keep only these")
-    ap.add_argument("--observations", type=int, nargs="+", default=list(range(10)))
+    ap.add_argument("--observations", type=int, nargs="+", help="rows of the observation set (default: all)")
+    ap.add_argument("--obs-set", type=int, default=10, choices=[10, 30],
+                    help="the paper's 10 observations (true_obs_10) or its 30 (true_obs_30, the MF-NPE5 row's)")
     ap.add_argument("--sbi-estimators", nargs="*", default=["zuko_nsf"])
     ap.add_argument("--no-npe", action="store_true", help="amortized: skip our NPE rows (add MF rows to a run)")
     ap.add_argument("--truncation-samples", type=int, default=100_000)
