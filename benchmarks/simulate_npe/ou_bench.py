@@ -39,6 +39,12 @@ OFFICIAL = {  # RF-C2ST means of the paper's evaluation files (official_eval_sum
     ("mf-tsnpe4", 50): 0.805, ("mf-tsnpe4", 100): 0.781, ("mf-tsnpe4", 1000): 0.654,
     ("a-mf-tsnpe4", 50): 0.788, ("a-mf-tsnpe4", 100): 0.752, ("a-mf-tsnpe4", 1000): 0.636,
 }
+OFFICIAL_30 = {  # the rows of the evaluation files on the 30 observations (true_obs_30)
+    ("mf-npe5", 50): 0.731, ("mf-npe5", 100): 0.694, ("mf-npe5", 1000): 0.590, ("mf-npe5", 10000): 0.540,
+    ("mf-npe5", 100000): 0.520,
+    ("mf-tsnpe4", 50): 0.758, ("mf-tsnpe4", 100): 0.709, ("mf-tsnpe4", 1000): 0.611,
+    ("a-mf-tsnpe4", 50): 0.715, ("a-mf-tsnpe4", 100): 0.678, ("a-mf-tsnpe4", 1000): 0.604,
+}
 
 
 def load(name):
@@ -207,13 +213,13 @@ def sequential(args):
                     torch.manual_seed(1000 + i)
                     s = post.sample(1000, x_o)
                     emit(args.out, {"phase": "sequential", "method": f"{method}{tag}", "tool": "cortexkit", "n_hf": n_hf,
-                                    "seed": seed, "observation": i, "train_cpu_s": t,
+                                    "seed": seed, "obs_set": args.obs_set, "observation": i, "train_cpu_s": t,
                                     "rf_c2st": [Q.c2st(s, ref[:1000], "rf")],
                                     "acceptance": [r.acceptance for r in recs]})
                 for est in args.sbi_estimators:
                     s, t = sbi_tsnpe(x_o, n_hf, seed * 7919 + i, est, args.truncation_samples)
                     emit(args.out, {"phase": "sequential", "method": "tsnpe", "tool": f"sbi-{est}", "n_hf": n_hf,
-                                    "seed": seed, "observation": i, "train_cpu_s": t,
+                                    "seed": seed, "obs_set": args.obs_set, "observation": i, "train_cpu_s": t,
                                     "rf_c2st": [Q.c2st(s, ref[:1000], "rf")]})
 
 
@@ -237,6 +243,10 @@ def summarize(args):
         rows += [json.loads(line) for line in open(p) if line.strip()]
     if args.seeds:
         rows = [r for r in rows if r["seed"] in args.seeds]
+    obs_sets = {r.get("obs_set", 10) for r in rows if r.get("phase") != "pretrain"}
+    if len(obs_sets) > 1:
+        raise SystemExit(f"summarize: rows from observation sets {sorted(obs_sets)}; summarize each set on its own")
+    paper = PAPER_SIR if args.task == "sir" else OFFICIAL_30 if obs_sets == {30} else OFFICIAL
     groups = {}
     for r in rows:
         if r.get("phase") == "pretrain":
@@ -253,7 +263,7 @@ def summarize(args):
     table = []
     for (method, tool, n_hf), g in sorted(groups.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1])):
         s = Q.mean_ci95(g["c2st"])
-        ref = (PAPER_SIR if args.task == "sir" else OFFICIAL).get((method, n_hf))
+        ref = paper.get((method, n_hf))
         table.append({"method": method, "tool": tool, "n_hf": n_hf, "rf_c2st_mean": round(s["mean"], 4),
                       "ci95": round(s["ci95"], 4), "n": s["n"], "seeds": sorted(g["seeds"]),
                       "paper_mean": ref, "mean_train_cpu_s": round(sum(g["cpu"]) / len(g["cpu"]), 2),
