@@ -11,6 +11,8 @@ python benchmarks/simulate_npe/ou_bench.py summarize $R/ou_amortized.jsonl $R/ou
 python benchmarks/simulate_npe/ou_bench.py summarize $R/ou_amortized_1e5.jsonl --yaml $R/ou_amortized_1e5.yaml > /dev/null
 # the paper's 30 observations (true_obs_30, the observations of its MF-NPE5 row): seeds 12-15
 python benchmarks/simulate_npe/ou_bench.py summarize $R/ou_amortized_obs30.jsonl --yaml $R/ou_amortized_obs30.yaml > /dev/null
+# the same plus MF-NPE4 and sbi NPE at N_HF 200-700 (nested subsets of the paper's 10^4 HF set)
+python benchmarks/simulate_npe/ou_bench.py summarize $R/ou_amortized_obs30.jsonl $R/ou_amortized_obs30_fine.jsonl --yaml $R/ou_amortized_obs30_fine.yaml > /dev/null
 python benchmarks/simulate_npe/ou_bench.py summarize $R/ou_sequential.jsonl --yaml $R/ou_sequential.yaml > /dev/null
 python benchmarks/simulate_npe/ou_bench.py summarize $R/sir_amortized.jsonl --task sir --yaml $R/sir_amortized.yaml > /dev/null
 # the same plus intermediate budgets (nested prefixes of the one 10^4 HF set) and seeds 18-21 (every
@@ -20,4 +22,4 @@ python benchmarks/simulate_npe/ou_bench.py summarize $R/sir_amortized.jsonl $R/s
 python benchmarks/simulate_npe/ou_bench.py summarize $R/sir_amortized_lf4.jsonl --task sir --yaml $R/sir_amortized_lf4.yaml > /dev/null
 # the earlier SIR run with the 32-day LF grid (the official config default), kept for the record
 python benchmarks/simulate_npe/ou_bench.py summarize $R/sir_amortized_lf32.jsonl --task sir --yaml $R/sir_amortized_lf32.yaml > /dev/null
-echo "wrote $R/ou_amortized.yaml $R/ou_amortized_fine.yaml $R/ou_amortized_sbi_paper.yaml $R/ou_amortized_1e5.yaml $R/ou_amortized_obs30.yaml $R/ou_sequential.yaml $R/sir_amortized.yaml $R/sir_amortized_fine.yaml $R/sir_amortized_lf4.yaml $R/sir_amortized_lf32.yaml"
+echo "wrote $R/ou_amortized.yaml $R/ou_amortized_fine.yaml $R/ou_amortized_sbi_paper.yaml $R/ou_amortized_1e5.yaml $R/ou_amortized_obs30.yaml $R/ou_amortized_obs30_fine.yaml $R/ou_sequential.yaml $R/sir_amortized.yaml $R/sir_amortized_fine.yaml $R/sir_amortized_lf4.yaml $R/sir_amortized_lf32.yaml"
