@@ -47,6 +47,12 @@ OFFICIAL_30 = {  # the rows of the evaluation files on the 30 observations (true
 }
 
 
+def observations(args):
+    """The chosen observation set and the rows of it to run (--observations, default all)."""
+    obs = load(f"true_obs_{args.obs_set}")
+    return obs, args.observations or range(len(obs["x_o"]))
+
+
 def load(name):
     d = load_file(str(DATA / f"{name}.safetensors"))
     return d
@@ -133,8 +139,7 @@ def sbi_npe(theta, x, seed, estimator, prior=None):
 
 
 def amortized(args):
-    obs = load(f"true_obs_{args.obs_set}")
-    idx = args.observations or range(len(obs["x_o"]))
+    obs, idx = observations(args)
     prior = get_task("ou").prior
     for seed in args.seeds or [12, 13]:
         pre = {}
@@ -191,7 +196,7 @@ def sbi_tsnpe(x_o, n_hf, seed, estimator, truncation_samples, rounds=5):
 
 
 def sequential(args):
-    obs = load(f"true_obs_{args.obs_set}")
+    obs, idx = observations(args)
     prior = get_task("ou").prior
     for seed in args.seeds or [12, 13]:
         lf = load_lf(args.n_lf[0])
@@ -201,7 +206,7 @@ def sequential(args):
                         "cpu_s": time.process_time() - t0})
         tag = len(str(args.n_lf[0])) - 1
         for n_hf in args.n_hf:
-            for i in args.observations or range(len(obs["x_o"])):
+            for i in idx:
                 x_o = obs["x_o"][i]
                 ref = obs["reference_posterior_samples"][i]
                 for method, kw in (("mf-tsnpe", {}), ("a-mf-tsnpe", {"ensemble_size": 5, "active_fraction": 0.2})):

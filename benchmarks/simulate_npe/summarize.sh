@@ -22,4 +22,4 @@ python benchmarks/simulate_npe/ou_bench.py summarize $R/sir_amortized.jsonl $R/s
 python benchmarks/simulate_npe/ou_bench.py summarize $R/sir_amortized_lf4.jsonl --task sir --yaml $R/sir_amortized_lf4.yaml > /dev/null
 # the earlier SIR run with the 32-day LF grid (the official config default), kept for the record
 python benchmarks/simulate_npe/ou_bench.py summarize $R/sir_amortized_lf32.jsonl --task sir --yaml $R/sir_amortized_lf32.yaml > /dev/null
-echo "wrote $R/ou_amortized.yaml $R/ou_amortized_fine.yaml $R/ou_amortized_sbi_paper.yaml $R/ou_amortized_1e5.yaml $R/ou_amortized_obs30.yaml $R/ou_amortized_obs30_fine.yaml $R/ou_sequential.yaml $R/sir_amortized.yaml $R/sir_amortized_fine.yaml $R/sir_amortized_lf4.yaml $R/sir_amortized_lf32.yaml"
+echo "wrote the YAML beside each jsonl in $R"
