@@ -492,17 +492,20 @@ def merge(run, files):
 @click.option("--batch-size", type=click.IntRange(min=1), default=200, show_default=True, help="Minibatch size, capped at the training-set size.")
 @click.option("--validation-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.1, show_default=True,
               help="Held out for early stopping.")
-@click.option("--patience", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--patience", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Epochs without validation improvement before stopping.")
 @click.option("--clip", type=float, default=5.0, show_default=True, help="Gradient norm clip.")
-@click.option("--max-epochs", type=click.IntRange(min=1), default=2**31 - 1)
+@click.option("--max-epochs", type=click.IntRange(min=1), default=2**31 - 1, help="Hard cap on epochs [none].")
 @click.option("--x-stats", type=click.Choice(["auto", "refit", "keep"]), default="auto", show_default=True,
               help="x z-score when fine-tuning: refit on HF (mf-npe) or keep LF's (mf-tsnpe); auto = the paper's.")
-@click.option("--transforms", type=click.IntRange(min=1), default=5, show_default=True)
-@click.option("--bins", type=click.IntRange(min=2), default=8, show_default=True)
-@click.option("--hidden", type=click.IntRange(min=1), default=50, show_default=True)
-@click.option("--depth", type=click.IntRange(min=1), default=5, show_default=True)
-@click.option("--embedding", type=click.Choice(["identity", "mlp"]), default="identity", show_default=True)
-@click.option("--embedding-dim", type=click.IntRange(min=0), default=0)
+@click.option("--transforms", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Autoregressive spline transforms in the flow.")
+@click.option("--bins", type=click.IntRange(min=2), default=8, show_default=True, help="Spline bins per transform.")
+@click.option("--hidden", type=click.IntRange(min=1), default=50, show_default=True, help="Units per conditioner layer.")
+@click.option("--depth", type=click.IntRange(min=1), default=5, show_default=True, help="Hidden layers per conditioner.")
+@click.option("--embedding", type=click.Choice(["identity", "mlp"]), default="identity", show_default=True,
+              help="Net applied to standardised x before the flow (mlp: x_dim-50-out, trained with it).")
+@click.option("--embedding-dim", type=click.IntRange(min=0), default=0, help="Output size of the mlp embedding [x_dim].")
 def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator, simulator_cmd, timeout, workers,
           partial, x_o_path, observation, hf_budget, rounds, quantile, truncation_samples, ensemble, active_fraction,
           candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, clip, max_epochs, x_stats,
