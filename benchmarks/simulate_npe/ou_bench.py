@@ -116,9 +116,12 @@ def sbi_estimator(name, prior=None):
     """sbi's own estimators by name, plus ``zuko_nsf_paper``: sbi's zuko NSF configured as the MF-NPE
     flow (8 bins, theta through the prior's bijection to R^d instead of z-scored), so that the two
     implementations can be compared at equal architecture."""
+    from sbi.neural_nets import posterior_nn
+
+    if name == "zuko_nsf_bins8":  # sbi's default (z-scored theta) with the paper's 8 bins instead of 10
+        return posterior_nn("zuko_nsf", num_bins=8)
     if name != "zuko_nsf_paper":
         return name
-    from sbi.neural_nets import posterior_nn
 
     return posterior_nn("zuko_nsf", z_score_theta="transform_to_unconstrained", num_bins=8, x_dist=prior or sbi_prior())
 
