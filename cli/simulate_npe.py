@@ -33,9 +33,9 @@ by a fixed bijection whose Jacobian is part of the density, so samples never lea
 logit for uniform boxes and (theta - loc) / scale for normal priors (sbi's mcmc_transform, as the
 authors use it), (log theta - loc) / scale for log-normal ones (the authors stop at log theta, which
 leaves priors far from 0 outside the splines' [-5, 5] domain, where the flow cannot reach them).
-The logit map can cost accuracy when posterior mass lies against a box's bound: on sbibm's two moons, whose
-posteriors reach |theta| = 1, NPE at 10^3 simulations scores C2ST 0.79 where sbi's z-scored theta
-scores 0.73 (sbi with the logit map: 0.79; benchmarks/RESULTS.md).
+The logit map can cost accuracy when posterior mass lies against a box's bound: on sbibm's two
+moons, whose posteriors reach |theta| = 1, NPE at 10^3 simulations scores C2ST 0.79 where sbi's
+z-scored theta scores 0.73 (sbi with the logit map: 0.79; benchmarks/RESULTS.md).
 x is z-scored with the statistics of the data of the current training phase. Training: negative log-likelihood, random 90/10 train/validation
 split, minibatches of min(200, N), Adam, gradient norm clipped at 5, stop after 20 epochs without
 validation improvement, best-validation weights kept.
