@@ -97,6 +97,16 @@ def emit(out, row):
     print(json.dumps(row), flush=True)
 
 
+def report(out, path=None):
+    """Print a summary as YAML, and write it to path when given."""
+    import yaml
+
+    text = yaml.safe_dump(out, sort_keys=False)
+    if path:
+        Path(path).write_text(text)
+    print(text)
+
+
 def c2st_all(sample_fn, obs, idx, n=1000):
     vals = []
     for i in idx:
@@ -244,8 +254,6 @@ def n_to_reach(curve, c):
 
 
 def summarize(args):
-    import yaml
-
     rows = []
     for p in args.files:
         rows += [json.loads(line) for line in open(p) if line.strip()]
@@ -319,10 +327,7 @@ def summarize(args):
            "threads": 1, "rows": table, "ratios": ratios, "hf_efficiency": efficiency,
            "hf_efficiency_paper": efficiency_paper,
            "hf_savings": savings}
-    text = yaml.safe_dump(out, sort_keys=False)
-    if args.yaml:
-        Path(args.yaml).write_text(text)
-    print(text)
+    report(out, args.yaml)
 
 
 def main():

@@ -25,7 +25,7 @@ import torch
 from safetensors.torch import load_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ou_bench import emit, sbi_npe  # noqa: E402
+from ou_bench import emit, report, sbi_npe  # noqa: E402
 
 from cortexkit.tools.npe import methods as M  # noqa: E402
 from cortexkit.tools.npe import metrics as Q  # noqa: E402
@@ -92,8 +92,6 @@ def run(args):
 
 
 def summarize(args):
-    import yaml
-
     rows = [json.loads(line) for p in args.files for line in open(p) if line.strip()]
     groups = {}
     for r in rows:
@@ -135,10 +133,7 @@ def summarize(args):
            "metric": "C2ST (sbibm MLP; RF where listed), 5-fold, seed 1, per sbibm observation",
            "train_time": "CPU seconds of the training call (time.process_time), one torch thread",
            "rows": table, "ratios": ratios}
-    text = yaml.safe_dump(out, sort_keys=False)
-    if args.yaml:
-        Path(args.yaml).write_text(text)
-    print(text)
+    report(out, args.yaml)
 
 
 def main():
