@@ -63,8 +63,10 @@ def run(args):
         task = get_task(name)
         ref = load_file(str(DATA / "sbibm_reference" / f"{name}.safetensors"))
         g = torch.Generator().manual_seed(2026)
-        theta_all = task.prior.sample(max(args.n_sim), g)
+        theta_all = task.prior.sample(args.pool or max(args.n_sim), g)
         x_all = task.simulator("hf")(theta_all, g)
+        if max(args.n_sim) > theta_all.shape[0]:
+            raise SystemExit(f"--n-sim {max(args.n_sim)} is larger than --pool {theta_all.shape[0]}")
         n_obs = ref["x_o"].shape[0]
 
         def metrics(sample_fn):
@@ -143,6 +145,8 @@ def main():
     ap.add_argument("--tasks", nargs="+", default=["two_moons", "gaussian_linear", "slcp"])
     ap.add_argument("--n-sim", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--seeds", type=int, nargs="+", default=[12])
+    ap.add_argument("--pool", type=int, default=0,
+                    help="size of the one simulated set per task, every budget a prefix of it (default: the largest budget)")
     ap.add_argument("--samples", type=int, default=10_000, help="posterior and reference samples per C2ST (sbibm: 10000)")
     ap.add_argument("--classifiers", nargs="+", default=["mlp"], choices=["mlp", "rf"])
     ap.add_argument("--bins", type=int, default=FlowConfig().bins, help="spline bins of our flow (the paper's: 8)")
