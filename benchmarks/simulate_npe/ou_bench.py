@@ -107,13 +107,20 @@ def report(out, path=None):
     print(text)
 
 
-def c2st_all(sample_fn, obs, idx, n=1000):
-    vals = []
+def c2st_by(sample_fn, obs, idx, n=1000, classifiers=("rf",)):
+    """{classifier: [C2ST per observation]}: n posterior draws (seeded 1000 + i) against the
+    observation's reference samples."""
+    vals = {c: [] for c in classifiers}
     for i in idx:
         torch.manual_seed(1000 + i)
         s = sample_fn(obs["x_o"][i], n)
-        vals.append(Q.c2st(s, obs["reference_posterior_samples"][i][:n], "rf"))
+        for c in classifiers:
+            vals[c].append(Q.c2st(s, obs["reference_posterior_samples"][i][:n], c))
     return vals
+
+
+def c2st_all(sample_fn, obs, idx, n=1000):
+    return c2st_by(sample_fn, obs, idx, n)["rf"]
 
 
 def sbi_prior():
@@ -301,18 +308,16 @@ def summarize(args):
     threshold = 0.70 if args.task == "sir" else 0.65
     curves = {key: sorted((t["n_hf"], t["rf_c2st_mean"]) for t in table if (t["method"], t["tool"]) == key)
               for key in sorted({(t["method"], t["tool"]) for t in table})}
-    efficiency = []
-    for key, curve in curves.items():
-        reach = n_to_reach(curve, threshold)
-        efficiency.append({"method": key[0], "tool": key[1], "threshold": threshold,
-                           "n_hf_to_reach": reach if reach is not None else f"> {curve[-1][0]}"})
+    def reach(curve):
+        n = n_to_reach(curve, threshold)
+        return n if n is not None else f"> {curve[-1][0]}"
+
+    efficiency = [{"method": key[0], "tool": key[1], "threshold": threshold, "n_hf_to_reach": reach(curve)}
+                  for key, curve in curves.items()]
     # the same figure from the paper's own rows, so the target can be read against what the method reached there
-    efficiency_paper = []
-    for method in sorted({t["method"] for t in table if (t["method"], t["n_hf"]) in paper}):
-        curve = sorted((n, c) for (m, n), c in paper.items() if m == method)
-        reach = n_to_reach(curve, threshold)
-        efficiency_paper.append({"method": method, "threshold": threshold,
-                                 "n_hf_to_reach": reach if reach is not None else f"> {curve[-1][0]}"})
+    efficiency_paper = [{"method": method, "threshold": threshold,
+                         "n_hf_to_reach": reach(sorted((n, c) for (m, n), c in paper.items() if m == method))}
+                        for method in sorted({t["method"] for t in table if (t["method"], t["n_hf"]) in paper})]
     # HF savings: at each budget of a multifidelity method, the anchor NPE budget that reaches the same C2ST
     savings = []
     for anchor in [k for k in curves if k[0] == "npe"]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
-import math
 import os
 import sys
 import time
@@ -25,7 +25,7 @@ import torch
 from safetensors.torch import load_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ou_bench import emit, report, sbi_npe  # noqa: E402
+from ou_bench import c2st_by, emit, report, sbi_npe  # noqa: E402
 
 from cortexkit.tools.npe import methods as M  # noqa: E402
 from cortexkit.tools.npe import metrics as Q  # noqa: E402
@@ -48,9 +48,14 @@ def sbi_prior(task):
     raise ValueError(task)
 
 
+@functools.cache
+def _published_rows():
+    return list(csv.DictReader(open(DATA / "sbibm_results" / "main_paper.csv")))
+
+
 def sbibm_published(task, n_sim, algorithm="NPE"):
     """sbibm's published per-observation MLP-C2ST for (task, budget), in observation order."""
-    rows = [r for r in csv.DictReader(open(DATA / "sbibm_results" / "main_paper.csv"))  # budgets read "10³"
+    rows = [r for r in _published_rows()  # budgets read "10³"
             if r["task"] == task and r["algorithm"] == algorithm
             and 10 ** int(r["num_simulations"][2:].translate(SUPERSCRIPT)) == n_sim]
     return [float(r["C2ST"]) for r in sorted(rows, key=lambda r: int(r["num_observation"]))]
@@ -59,24 +64,18 @@ def sbibm_published(task, n_sim, algorithm="NPE"):
 def run(args):
     torch.set_num_threads(1)
     ours = "cortexkit" if args.bins == FlowConfig().bins else f"cortexkit-bins{args.bins}"
+    pool = args.pool or max(args.n_sim)
+    if max(args.n_sim) > pool:
+        raise SystemExit(f"--n-sim {max(args.n_sim)} is larger than --pool {pool}")
     for name in args.tasks:
         task = get_task(name)
         ref = load_file(str(DATA / "sbibm_reference" / f"{name}.safetensors"))
         g = torch.Generator().manual_seed(2026)
-        theta_all = task.prior.sample(args.pool or max(args.n_sim), g)
+        theta_all = task.prior.sample(pool, g)
         x_all = task.simulator("hf")(theta_all, g)
-        if max(args.n_sim) > theta_all.shape[0]:
-            raise SystemExit(f"--n-sim {max(args.n_sim)} is larger than --pool {theta_all.shape[0]}")
-        n_obs = ref["x_o"].shape[0]
-
         def metrics(sample_fn):
-            out = {f"c2st_{c}": [] for c in args.classifiers}
-            for i in range(n_obs):
-                torch.manual_seed(1000 + i)
-                s = sample_fn(ref["x_o"][i], args.samples)
-                for c in args.classifiers:
-                    out[f"c2st_{c}"].append(Q.c2st(s, ref["reference_posterior_samples"][i][: args.samples], c))
-            return out
+            vals = c2st_by(sample_fn, ref, range(ref["x_o"].shape[0]), args.samples, args.classifiers)
+            return {f"c2st_{c}": v for c, v in vals.items()}
 
         for seed in args.seeds:
             for n in args.n_sim:

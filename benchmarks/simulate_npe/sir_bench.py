@@ -24,10 +24,9 @@ import torch
 from safetensors.torch import load_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ou_bench import emit, sbi_npe  # noqa: E402
+from ou_bench import c2st_all, emit, sbi_npe  # noqa: E402
 
 from cortexkit.tools.npe import methods as M  # noqa: E402
-from cortexkit.tools.npe import metrics as Q  # noqa: E402
 from cortexkit.tools.npe import tasks as T  # noqa: E402
 from cortexkit.tools.npe.estimator import FlowConfig  # noqa: E402
 from cortexkit.tools.npe.tasks import get_task  # noqa: E402
@@ -69,12 +68,7 @@ def main():
     x_lf_all = T.sir_lf(th_lf_all, g_lf, saveat=saveat)
 
     def c2st(sample_fn):
-        vals = []
-        for i in range(ref["x_o"].shape[0]):
-            torch.manual_seed(1000 + i)
-            s = sample_fn(ref["x_o"][i], args.samples)
-            vals.append(Q.c2st(s, ref["reference_posterior_samples"][i][: args.samples], "rf"))
-        return vals
+        return c2st_all(sample_fn, ref, range(ref["x_o"].shape[0]), args.samples)
 
     flow_cfg = FlowConfig()
     for seed in args.seeds:
