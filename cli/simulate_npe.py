@@ -147,144 +147,21 @@ hassle-free simulation-based inference. NeurIPS 2022. Flows: zuko (probabilists/
 """,
 }
 
-
 # ---------------------------------------------------------------------------------------------
-# helpers (torch imported lazily)
+# helpers (torch and the method imported lazily: --help stays fast)
 
-def _load_prior(prior_path, task):
-    from cortexkit.tools.npe.priors import Prior
-    from cortexkit.tools.npe.tasks import get_task
+def _read_posterior(run, path):
+    from cortexkit.tools.npe.io import posterior_from_artifact
 
-    if prior_path:
-        import yaml
-        from pathlib import Path
-
-        p = Path(prior_path)
-        if not p.is_file():
-            raise CortexError(f"--prior {prior_path}: no such file")
-        try:
-            spec = yaml.safe_load(p.read_text())
-        except yaml.YAMLError as exc:
-            raise CortexError(f"--prior {prior_path}: not valid YAML ({str(exc).splitlines()[0]})") from None
-        try:
-            return Prior.from_spec(spec)
-        except ValueError as exc:
-            raise CortexError(f"--prior {prior_path}: {exc}") from None
-    if task:
-        return get_task(task).prior
-    return None
-
-
-def _prior_from_artifact(art):
-    from cortexkit.tools.npe.priors import Prior
-
-    spec = art.meta_json("npe.prior")
-    return Prior.from_spec(spec) if spec else None
-
-
-def _simulator_spec(task, fidelity, simulator, simulator_cmd, required=True):
-    from cortexkit.tools.npe.simulation import SimulatorSpec
-    from cortexkit.tools.npe.tasks import get_task
-
-    given = [s for s in (simulator, simulator_cmd) if s]
-    if len(given) > 1:
-        raise CortexError("give one of --simulator and --simulator-cmd, not both")
-    if simulator:
-        return SimulatorSpec("callable", simulator)
-    if simulator_cmd:
-        return SimulatorSpec("command", simulator_cmd)
-    if task:
-        get_task(task).simulator(fidelity)  # validates the fidelity
-        return SimulatorSpec("task", task, fidelity)
-    if required:
-        raise CortexError("no simulator: give --task NAME, --simulator MODULE:FUNCTION or --simulator-cmd 'CMD'")
-    return None
-
-
-def _encode_theta(theta):
-    from cortexkit.formats.artifact import build_metadata, encode
-
-    return encode({"theta": theta.float().contiguous()}, build_metadata(THETA_KIND, producer="cortexkit simulate-npe"))
-
-
-def _decode_x(data):
-    from cortexkit.formats.artifact import decode
-
-    return decode(data, "<simulator stdout>", framework="pt").tensor("x")
-
-
-def _read_sims(run, path, what, prior=None):
-    """(theta, x, artifact) from a simulations file; checks shapes, finiteness and the prior."""
-    import torch
-
-    art = run.read_artifact(path)
-    if art.kind not in (None, SIM_KIND):
-        raise CortexError(f"{art.source}: expected an '{SIM_KIND}' artifact (or a safetensors with theta and x), got '{art.kind}'")
-    theta, x = art.tensor("theta").float(), art.tensor("x").float()
-    if theta.dim() == 1:
-        theta = theta[:, None]
-    if theta.dim() != 2 or x.dim() != 2 or theta.shape[0] != x.shape[0]:
-        raise CortexError(f"{art.source}: theta {tuple(theta.shape)} and x {tuple(x.shape)} must be (n, d) and (n, x_dim) with the same n")
-    if theta.shape[0] < 2:
-        raise CortexError(f"{art.source}: {what} holds {theta.shape[0]} simulations; at least 2 are needed")
-    bad = ~torch.isfinite(x).all(1)
-    if bad.any():
-        raise CortexError(f"{art.source}: {what} simulation {int(bad.nonzero()[0])} has non-finite x; drop invalid rows first")
-    if prior is not None:
-        _check_in_prior(art.source, theta, prior, f"{what} simulation")
-    return theta, x, art
-
-
-def _check_in_prior(source: str, theta, prior, row: str) -> None:
-    """theta (n, d) must have the prior's dimension and lie in its support (error names the row)."""
-    if theta.shape[1] != prior.dim:
-        raise CortexError(f"{source}: theta has {theta.shape[1]} columns but the prior has {prior.dim} "
-                          f"parameters ({', '.join(prior.names)})")
-    inside = prior.in_support(theta)
-    if not inside.all():
-        i = int((~inside).nonzero()[0])
-        raise CortexError(f"{source}: {row} {i} has theta {[round(v, 6) for v in theta[i].tolist()]} "
-                          "outside the prior")
+    art = run.read_artifact(path, POSTERIOR_KIND, max_version=1)
+    return posterior_from_artifact(art), art
 
 
 def _read_observations(run, path, observation=None, x_dim=None):
-    art = run.read_artifact(path)
-    x_o = art.tensor("x_o", "x").float()
-    if x_o.dim() == 1:
-        x_o = x_o[None]
-    if x_o.dim() != 2:
-        raise CortexError(f"{art.source}: observations must be (n_obs, x_dim) or (x_dim,), got {tuple(x_o.shape)}")
-    if x_dim is not None and x_o.shape[1] != x_dim:
-        raise CortexError(f"{art.source}: observations have {x_o.shape[1]} dimensions but the posterior was trained on x of dimension {x_dim}")
-    if observation is not None:
-        if not 0 <= observation < x_o.shape[0]:
-            raise CortexError(f"{art.source}: --observation {observation} out of range (the file holds {x_o.shape[0]} observations, 0-based)")
-        return x_o[observation:observation + 1], art
-    return x_o, art
+    from cortexkit.tools.npe.io import observations_from
 
+    return observations_from(run.read_artifact(path), observation, x_dim)
 
-def _read_posterior(run, path):
-    from cortexkit.tools.npe.io import posterior_from
-
-    art = run.read_artifact(path, POSTERIOR_KIND, max_version=1)
-    meta = {k: art.meta_json(k) for k in ("npe.prior", "npe.flow", "npe.x_dim", "npe.members")}
-    return posterior_from(art.tensors, meta), art
-
-
-def _parse_shard(shard):
-    if not shard:
-        return 0, 1
-    try:
-        i, n = (int(v) for v in shard.split("/"))
-    except ValueError:
-        raise CortexError(f"--shard {shard!r}: expected i/N, e.g. 0/4") from None
-    if n < 1 or not 0 <= i < n:
-        raise CortexError(f"--shard {shard}: need 0 <= i < N")
-    return i, n
-
-
-# ---------------------------------------------------------------------------------------------
-# simulate / merge
 
 def _partial_target(run, partial):
     """Where finished simulations go when a run fails: --partial, else OUTPUT.partial."""
@@ -292,6 +169,18 @@ def _partial_target(run, partial):
         return partial
     return f"{run.output}.partial" if run.output not in (None, "-") else "simulate-npe.partial.safetensors"
 
+
+def _keep_partial(run, partial, failure):
+    """Write the simulations a failed run finished (if any) and fail with one line saying where."""
+    if failure.tensors is None:
+        raise CortexError(str(failure)) from None
+    target = _partial_target(run, partial)
+    run.write_artifact(failure.tensors, SIM_KIND, metadata=failure.metadata, target=target)
+    raise CortexError(f"{failure}; {failure.kept} were kept in {target}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# simulate / merge
 
 # left out of --help (shown by --help-all and the man page): the paper's hyperparameters and
 # run-steering details
@@ -323,145 +212,53 @@ ADVANCED_TRAIN = ("timeout", "workers", "partial", "quantile", "truncation_sampl
 def simulate(run, task, fidelity, simulator, simulator_cmd, prior_path, num_simulations, theta_path, proposal,
              x_o_path, observation, quantile, truncation_samples, workers, shard, chunk_size, timeout, partial):
     """Run a simulator on parameters from the prior, a truncated proposal or a file."""
-    import torch
+    from cortexkit.tools import npe
+    from cortexkit.tools.npe import io as npe_io
 
-    from cortexkit.tools.npe.methods import density_threshold, sample_truncated_prior
-    from cortexkit.tools.npe.simulation import SimulationError, run_chunks
-
-    spec = _simulator_spec(task, fidelity, simulator, simulator_cmd)
-    prior = _load_prior(prior_path, task)
+    spec = npe.simulator_spec(task, fidelity, simulator, simulator_cmd)
+    prior = npe_io.read_prior(prior_path, task)
     post = None
     if proposal:
         post, post_art = _read_posterior(run, proposal)
         prior = prior or post.prior
         if not x_o_path and "x_o" not in post_art.tensors:
             raise CortexError("--proposal needs --x-o FILE (the observation the truncation is for)")
-    shard_i, shard_n = _parse_shard(shard)
-    gen = run.torch_generator()
+    config = npe.SimulateConfig(chunk_size, workers, timeout, npe.parse_shard(shard), run.seed or 0)
     if theta_path:
         src = run.read_artifact(theta_path)
-        theta = src.tensor("theta").float()
-        if theta.dim() == 3:
-            theta = theta.reshape(-1, theta.shape[-1])
-        if theta.dim() == 1:
-            theta = theta[:, None]
-        prior = prior or _prior_from_artifact(src)
+        theta = npe_io.theta_from_artifact(src)
+        prior = prior or npe_io.prior_from_artifact(src)
         if prior is not None:
-            _check_in_prior(src.source, theta, prior, "theta row")
+            npe_io.check_in_prior(src.source, theta, prior, "theta row")
     else:
-        if prior is None:
-            raise CortexError("no prior: give --prior YAML or --task NAME (or --theta FILE)")
-        if not num_simulations:
-            raise CortexError("give -n/--num-simulations (or --theta FILE)")
-        if post is not None:
-            if x_o_path:
-                x_o, _ = _read_observations(run, x_o_path, observation, post.members[0].x_dim)
-                if x_o.shape[0] != 1:
-                    raise CortexError(f"{x_o_path}: holds {x_o.shape[0]} observations; choose one with --observation")
-                x_o = x_o[0]
-            else:
-                x_o = post_art.tensor("x_o").float()
-            run.info(f"truncating the prior with {truncation_samples} posterior draws (quantile {quantile:g})")
-            tau = density_threshold(post, x_o, quantile, truncation_samples)
-            theta, rate = sample_truncated_prior(prior, post, x_o, tau, num_simulations, gen)
-            run.info(f"truncated prior: log q threshold {tau:.4g}, acceptance {rate:.3g}")
-        else:
-            theta = prior.sample(num_simulations, gen)
-    total = theta.shape[0]
-    n_chunks = -(-total // chunk_size)
-    chunk_ids = list(range(n_chunks * shard_i // shard_n, n_chunks * (shard_i + 1) // shard_n))
-    lo = chunk_ids[0] * chunk_size if chunk_ids else 0
-    hi = min(total, (chunk_ids[-1] + 1) * chunk_size) if chunk_ids else 0
-    theta_shard = theta[lo:hi]
-    bar = run.progress(total=len(chunk_ids), desc="simulating")
-
-    def done(c, x):
-        bar.update(1)
-
-    meta = {"npe.simulator": spec.describe(), "npe.fidelity": spec.fidelity if spec.kind == "task" else "",
-            "npe.n_requested": total, "npe.shard": f"{shard_i}/{shard_n}", "npe.chunk_size": chunk_size}
-    if prior is not None:
-        meta.update({"npe.prior": prior.to_spec(), "npe.parameter_names": prior.names})
-
-    def assemble(finished):
-        xs, ths, idx = [], [], []
-        for c in sorted(finished):
-            start = c * chunk_size
-            rows = finished[c].shape[0]
-            xs.append(finished[c])
-            ths.append(theta[start:start + rows])
-            idx.append(torch.arange(start, start + rows, dtype=torch.int64))
-        if not xs:
-            return None
-        x, th, ix = torch.cat(xs), torch.cat(ths), torch.cat(idx)
-        ok = torch.isfinite(x).all(1)
-        return {"theta": th[ok].contiguous(), "x": x[ok].contiguous(), "index": ix[ok]}, int((~ok).sum())
-
+        proposal_x_o = post is not None and num_simulations  # (without -n, draw_parameters says so first)
+        x_o = _proposal_observation(run, post, post_art, x_o_path, observation) if proposal_x_o else None
+        theta = npe.draw_parameters(prior, num_simulations, run.torch_generator(), posterior=post, x_o=x_o,
+                                    quantile=quantile, truncation_samples=truncation_samples, log=run)
     try:
-        finished = run_chunks(spec, theta_shard, chunk_ids, chunk_size, seed=run.seed or 0, workers=workers,
-                              timeout=timeout, encode=_encode_theta, decode=_decode_x, on_done=done)
-    except SimulationError as err:
-        bar.close()
-        kept = assemble(err.finished)
-        where = ""
-        if kept is not None:
-            target = _partial_target(run, partial)
-            tensors, n_bad = kept
-            run.write_artifact(tensors, SIM_KIND, metadata={**meta, "npe.n_invalid": n_bad, "npe.partial": True}, target=target)
-            where = f"; the {tensors['theta'].shape[0]} finished simulations were kept in {target}"
-        raise CortexError(f"{err}{where}") from None
-    bar.close()
-    tensors, n_bad = assemble(finished)
-    if tensors["theta"].shape[0] == 0:
-        raise CortexError(f"all {theta_shard.shape[0]} simulations returned NaN/inf; nothing to write")
-    if n_bad:
-        run.warn(f"dropped {n_bad} of {theta_shard.shape[0]} simulations with NaN/inf output")
-    run.info(f"{tensors['theta'].shape[0]} simulations ({spec.describe()}), {n_bad} invalid dropped")
-    run.write_artifact(tensors, SIM_KIND, metadata={**meta, "npe.n_invalid": n_bad})
+        result = npe.simulate(spec, theta, config, prior, log=run)
+    except npe.PartialFailure as failure:
+        _keep_partial(run, partial, failure)
+    run.write_artifact(result.tensors, SIM_KIND, metadata=result.metadata)
 
+
+def _proposal_observation(run, post, post_art, x_o_path, observation):
+    """The one observation (x_dim,) a --proposal truncation is for: --x-o's row, else the posterior's own."""
+    if not x_o_path:
+        return post_art.tensor("x_o").float()
+    x_o = _read_observations(run, x_o_path, observation, post.members[0].x_dim)
+    if x_o.shape[0] != 1:
+        raise CortexError(f"{x_o_path}: holds {x_o.shape[0]} observations; choose one with --observation")
+    return x_o[0]
 
 @verb(group, "merge", output="artifact")
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 def merge(run, files):
     """Join simulation shards (or any simulation files) into one, in run order."""
-    import torch
+    from cortexkit.tools import npe
 
-    parts = []
-    for f in files:
-        art = run.read_artifact(f, SIM_KIND)
-        theta, x = art.tensor("theta"), art.tensor("x")
-        idx = art.tensors.get("index")
-        parts.append((art, theta, x, idx))
-    first = parts[0][0]
-    for art, theta, x, _ in parts[1:]:
-        if x.shape[1] != parts[0][2].shape[1]:
-            raise CortexError(f"{art.source}: x has dimension {x.shape[1]} but {first.source} has {parts[0][2].shape[1]}")
-        if theta.shape[1] != parts[0][1].shape[1]:
-            raise CortexError(f"{art.source}: theta has {theta.shape[1]} columns but {first.source} has {parts[0][1].shape[1]}")
-        if art.metadata.get("npe.prior") != first.metadata.get("npe.prior"):
-            raise CortexError(f"{art.source}: its prior differs from {first.source}'s; shards of one run share the prior")
-    have_index = all(p[3] is not None for p in parts)
-    theta = torch.cat([p[1] for p in parts])
-    x = torch.cat([p[2] for p in parts])
-    tensors = {"theta": theta, "x": x}
-    if have_index:
-        index = torch.cat([p[3] for p in parts])
-        order = torch.argsort(index, stable=True)
-        index = index[order]
-        if (index[1:] == index[:-1]).any():
-            dup = int(index[1:][index[1:] == index[:-1]][0])
-            raise CortexError(f"simulation {dup} appears in more than one input; merge each shard once")
-        tensors = {"theta": theta[order], "x": x[order], "index": index}
-    else:
-        tensors["index"] = torch.arange(theta.shape[0], dtype=torch.int64)
-    meta = {k: first.metadata[k] for k in ("npe.prior", "npe.parameter_names", "npe.simulator", "npe.fidelity",
-                                           "npe.chunk_size") if k in first.metadata}
-    meta["npe.n_invalid"] = sum(int(p[0].meta_json("npe.n_invalid", 0) or 0) for p in parts)
-    meta["npe.n_requested"] = sum(int(p[0].meta_json("npe.n_requested", 0) or 0) for p in parts) if len(parts) == 1 else \
-        max(int(p[0].meta_json("npe.n_requested", 0) or 0) for p in parts)
-    meta["npe.merged"] = len(parts)
-    run.info(f"merged {len(parts)} files: {theta.shape[0]} simulations")
-    run.write_artifact(tensors, SIM_KIND, metadata=meta)
+    result = npe.merge([run.read_artifact(f, SIM_KIND) for f in files], log=run)
+    run.write_artifact(result.tensors, SIM_KIND, metadata=result.metadata)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -514,167 +311,24 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
           candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, clip, max_epochs, x_stats,
           transforms, bins, hidden, depth, embedding, embedding_dim):
     """Train a posterior estimator (npe, mf-npe, tsnpe, mf-tsnpe, a-mf-tsnpe) -> npe-posterior."""
-    import math
+    from cortexkit.tools import npe
+    from cortexkit.tools.npe import io as npe_io
 
-    import torch
-
-    from cortexkit.tools.npe import methods as M
-    from cortexkit.tools.npe.estimator import EnsemblePosterior, FlowConfig
-    from cortexkit.tools.npe.io import posterior_metadata, posterior_tensors
-    from cortexkit.tools.npe.simulation import SimulationError, run_chunks
-    from cortexkit.tools.npe.training import TrainConfig
-
-    flow_cfg = FlowConfig(transforms, bins, hidden, depth, embedding, embedding_dim)
-    base = TrainConfig(lr=lr, batch_size=batch_size, validation_fraction=validation_fraction, patience=patience,
-                       clip=clip, max_epochs=max_epochs)
-    seed = run.seed or 0
-    sequential = method in SEQUENTIAL
-    multifidelity = method.startswith("mf-") or method.startswith("a-mf-")
-
-    # ---- check every input before any work
-    prior = _load_prior(prior_path, task)
-    pre = None
-    if pretrained:
-        pre_post, pre_art = _read_posterior(run, pretrained)
-        pre = pre_post.members[0]
-        if prior is not None and prior.to_spec() != pre.prior.to_spec():
-            raise CortexError(f"{pretrained}: its prior differs from the one given")
-        prior = prior or pre.prior
-    if multifidelity and not (lf_path or pre is not None):
-        raise CortexError(f"--method {method} needs --lf FILE (low-fidelity simulations) or --pretrained POSTERIOR")
-    if not multifidelity and (lf_path or pretrained):
-        raise CortexError(f"--method {method} uses HF data only; drop --lf/--pretrained or use mf-{method}")
-    lf = hf = None
-    if lf_path and pre is None:
-        if prior is None:
-            art = run.read_artifact(lf_path)
-            prior = _prior_from_artifact(art)
-        if prior is None:
-            raise CortexError("no prior: give --prior YAML or --task NAME")
-        lf = _read_sims(run, lf_path, "LF", prior)
-    if not sequential:
-        if not hf_path:
-            raise CortexError(f"--method {method} needs --hf FILE (high-fidelity simulations)")
-        if prior is None:
-            prior = _prior_from_artifact(run.read_artifact(hf_path))
-        if prior is None:
-            raise CortexError("no prior: give --prior YAML or --task NAME")
-        hf = _read_sims(run, hf_path, "HF", prior)
-        ref_dim = lf[1].shape[1] if lf is not None else (pre.x_dim if pre is not None else None)
-        if ref_dim is not None and ref_dim != hf[1].shape[1]:
-            src = lf_path if lf is not None else pretrained
-            raise CortexError(f"LF x ({src}) has dimension {ref_dim} but HF x ({hf_path}) has {hf[1].shape[1]}; "
-                              "both fidelities must share the x-space")
-    else:
-        if prior is None:
-            raise CortexError("no prior: give --prior YAML or --task NAME")
-        if hf_path:
-            raise CortexError(f"--method {method} simulates HF data in its rounds; give a simulator, not --hf")
-        spec = _simulator_spec(task, "hf", simulator, simulator_cmd)
-        if not x_o_path:
-            raise CortexError(f"--method {method} is trained for one observation: give --x-o FILE")
-        if not hf_budget:
-            raise CortexError(f"--method {method} needs --hf-budget N (HF simulations over all rounds)")
-        ref_dim = lf[1].shape[1] if lf is not None else (pre.x_dim if pre is not None else None)
-        x_o_all, _ = _read_observations(run, x_o_path, observation, ref_dim)
-        if x_o_all.shape[0] != 1:
-            raise CortexError(f"{x_o_path}: holds {x_o_all.shape[0]} observations; choose one with --observation i")
-        x_o = x_o_all[0]
-        try:
-            M.round_sizes(hf_budget, rounds, 0.0)
-        except ValueError as exc:
-            raise CortexError(str(exc)) from None
-        n_members = ensemble or (5 if method == "a-mf-tsnpe" else 1)
-        active = active_fraction if active_fraction is not None else (0.2 if method == "a-mf-tsnpe" else 0.0)
-        if active > 0 and n_members < 2:
-            raise CortexError("acquisition (--active-fraction > 0) needs --ensemble of at least 2")
-
-    def on_epoch(epoch, tr, val):
-        run.detail(f"epoch {epoch}: train {tr:.4f} validation {val:.4f}")
-
-    history = {}
-    extra_tensors = {}
-    # ---- pretraining (multifidelity)
-    if multifidelity and pre is None:
-        run.info(f"pretraining on {lf[0].shape[0]} LF simulations (lr {lr_pretrain:g})")
-        pre, h = M.fit_npe(prior, lf[0], lf[1], flow_cfg, M._with_lr(base, lr_pretrain), seed, on_epoch)
-        history["pretrain"] = h.summary()
-        run.info(f"pretraining: {h.epochs} epochs, best validation NLL {h.best_val_loss:.4f}")
-    refit = {"auto": method == "mf-npe", "refit": True, "keep": False}[x_stats]
-
-    if method == "npe":
-        model, h = M.fit_npe(prior, hf[0], hf[1], flow_cfg, base, seed, on_epoch)
-        history["train"] = h.summary()
-        posterior = EnsemblePosterior([model])
-        run.info(f"NPE: {h.epochs} epochs, best validation NLL {h.best_val_loss:.4f}")
-    elif method == "mf-npe":
-        model, h = M.fine_tune(pre, hf[0], hf[1], base, seed, refit, on_epoch)
-        history["finetune"] = h.summary()
-        posterior = EnsemblePosterior([model])
-        run.info(f"fine-tuning: {h.epochs} epochs, best validation NLL {h.best_val_loss:.4f}")
-    else:
-        sim_calls = [0]
-        finished = []  # (theta, x) of every round whose simulations came back
-
-        def hf_simulator(theta):
-            # every round is its own block of chunks so the seeds never repeat between rounds
-            chunk = max(1, theta.shape[0])
-            block = 1_000_003 * (sim_calls[0] + 1)
-            sim_calls[0] += 1
-            try:
-                out = run_chunks(spec, theta, [block], chunk, seed=seed, workers=1, timeout=timeout,
-                                 encode=_encode_theta, decode=_decode_x,
-                                 first_index=sum(t.shape[0] for t, _ in finished))
-            except SimulationError as err:
-                raise CortexError(f"round {sim_calls[0]}: {err}") from None
-            x = out[block]
-            if x.shape[1] != x_o.shape[0]:
-                raise CortexError(f"round {sim_calls[0]}: the HF simulator returns x of dimension {x.shape[1]} "
-                                  f"but the observation has {x_o.shape[0]}")
-            finished.append((theta, x))
-            return x
-
-        def on_round(r, rec):
-            run.info(f"round {r + 1}/{rounds}: {rec.theta.shape[0]} HF simulations ({int(rec.acquired.sum())} acquired, "
-                     f"{rec.n_invalid} invalid), proposal acceptance {rec.acceptance:.3g}, "
-                     f"epochs {[t['epochs'] for t in rec.train]}")
-
-        try:
-            posterior, records = M.run_sequential(
-                prior, hf_simulator, x_o, hf_budget, pretrained=pre if multifidelity else None, flow_cfg=flow_cfg,
-                ensemble_size=n_members, active_fraction=active, rounds=rounds, quantile=quantile,
-                truncation_samples=truncation_samples, candidates=candidates or None, train_cfg=base, seed=seed,
-                refit_x_stats=refit, on_round=on_round, on_epoch=on_epoch)
-        except CortexError as err:
-            if not finished:
-                raise
-            theta = torch.cat([t for t, _ in finished])
-            x = torch.cat([v for _, v in finished])
-            ok = torch.isfinite(x).all(1)
-            rnd = torch.cat([torch.full((t.shape[0],), i, dtype=torch.int64) for i, (t, _) in enumerate(finished)])
-            target = _partial_target(run, partial)
-            run.write_artifact({"theta": theta[ok].contiguous(), "x": x[ok].contiguous(),
-                                "index": torch.arange(theta.shape[0], dtype=torch.int64)[ok], "round": rnd[ok]},
-                               SIM_KIND, metadata={"npe.simulator": spec.describe(), "npe.fidelity": "hf",
-                                                   "npe.prior": prior.to_spec(), "npe.parameter_names": prior.names,
-                                                   "npe.n_invalid": int((~ok).sum()), "npe.partial": True},
-                               target=target)
-            raise CortexError(f"{err}; the {int(ok.sum())} HF simulations of the {len(finished)} finished "
-                              f"round(s) were kept in {target}") from None
-        history["rounds"] = [{"n": int(r.theta.shape[0]), "acquired": int(r.acquired.sum()), "invalid": r.n_invalid,
-                              "acceptance": r.acceptance, "tau": None if math.isnan(r.tau) else r.tau,
-                              "train": r.train} for r in records]
-        extra_tensors = {
-            "x_o": x_o.clone(),
-            "rounds.theta": torch.cat([r.theta for r in records]),
-            "rounds.x": torch.cat([r.x for r in records]),
-            "rounds.round": torch.cat([torch.full((r.theta.shape[0],), i, dtype=torch.int64) for i, r in enumerate(records)]),
-            "rounds.acquired": torch.cat([r.acquired for r in records]),
-            "rounds.tau": torch.tensor([r.tau for r in records], dtype=torch.float64),
-        }
-    tensors = {**posterior_tensors(posterior), **extra_tensors}
-    meta = {**posterior_metadata(posterior), "npe.method": method, "npe.history": history}
-    run.write_artifact(tensors, POSTERIOR_KIND, metadata=meta)
+    config = npe.MethodConfig.from_options(
+        method=method, hf_budget=hf_budget, rounds=rounds, quantile=quantile, truncation_samples=truncation_samples,
+        ensemble=ensemble, active_fraction=active_fraction, candidates=candidates, lr=lr, lr_pretrain=lr_pretrain,
+        batch_size=batch_size, validation_fraction=validation_fraction, patience=patience, clip=clip,
+        max_epochs=max_epochs, x_stats=x_stats, transforms=transforms, bins=bins, hidden=hidden, depth=depth,
+        embedding=embedding, embedding_dim=embedding_dim, timeout=timeout, workers=workers, seed=run.seed or 0)
+    inputs = npe.load_train_inputs(
+        config, run.read_artifact, hf=hf_path, lf=lf_path, pretrained=pretrained,
+        prior=npe_io.read_prior(prior_path, task), task=task, simulator=simulator, simulator_cmd=simulator_cmd,
+        x_o=x_o_path, observation=observation)
+    try:
+        result = npe.train(config, inputs, log=run)
+    except npe.PartialFailure as failure:
+        _keep_partial(run, partial, failure)
+    run.write_artifact(result.tensors, POSTERIOR_KIND, metadata=result.metadata)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -687,20 +341,17 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
 @click.option("-n", "--num-samples", type=click.IntRange(min=1), default=1000, show_default=True)
 def sample(run, posterior_path, x_o_path, observation, num_samples):
     """Posterior samples theta ~ q(theta | x_o) for one or many observations -> npe-samples."""
-    import torch
+    from cortexkit.tools import npe
 
     post, art = _read_posterior(run, posterior_path)
     if x_o_path:
-        x_o, _ = _read_observations(run, x_o_path, observation, post.members[0].x_dim)
+        x_o = _read_observations(run, x_o_path, observation, post.members[0].x_dim)
     elif "x_o" in art.tensors:
         x_o = art.tensor("x_o").float()[None]
     else:
         raise CortexError("give --x-o FILE: this posterior is amortized and holds no observation")
-    gen = run.torch_generator()
-    out = torch.empty(x_o.shape[0], num_samples, post.prior.dim)
-    for i in run.progress(range(x_o.shape[0]), desc="sampling"):
-        out[i] = post.sample(num_samples, x_o[i], generator=gen)
-    run.write_artifact({"theta": out, "x_o": x_o}, SAMPLES_KIND,
+    theta = npe.sample(post, x_o, num_samples, run.torch_generator(), log=run)
+    run.write_artifact({"theta": theta, "x_o": x_o}, SAMPLES_KIND,
                        metadata={"npe.parameter_names": post.prior.names, "npe.prior": post.prior.to_spec()})
 
 
@@ -709,33 +360,10 @@ def sample(run, posterior_path, x_o_path, observation, num_samples):
 @click.argument("data_path", metavar="DATA|-")
 def score(run, posterior_path, data_path):
     """log q(theta | x) for the (theta, x) pairs of DATA (simulations) or of npe-samples -> npe-log-prob."""
-    import torch
+    from cortexkit.tools import npe
 
     post, _ = _read_posterior(run, posterior_path)
-    art = run.read_artifact(data_path)
-    theta = art.tensor("theta").float()
-    x_dim = post.members[0].x_dim
-    if art.kind == SAMPLES_KIND or theta.dim() == 3:
-        x_o = art.tensor("x_o").float()
-        if x_o.shape[-1] != x_dim:
-            raise CortexError(f"{art.source}: x_o has dimension {x_o.shape[-1]}, the posterior expects {x_dim}")
-        out = torch.stack([post.log_prob(theta[i], x_o[i]) for i in range(theta.shape[0])])
-    else:
-        x = art.tensor("x").float()
-        if x.dim() != 2 or x.shape[1] != x_dim:
-            raise CortexError(f"{art.source}: x has shape {tuple(x.shape)}, the posterior expects (n, {x_dim})")
-        if theta.shape[-1] != post.prior.dim or theta.shape[0] != x.shape[0]:
-            raise CortexError(f"{art.source}: theta {tuple(theta.shape)} does not pair with x {tuple(x.shape)} for a {post.prior.dim}-parameter prior")
-        out = torch.cat([post.log_prob(theta[i:i + 4096], x[i:i + 4096]) for i in range(0, theta.shape[0], 4096)])
-    with torch.no_grad():
-        out = out.detach().float()
-    outside = ~post.prior.in_support(theta.reshape(-1, theta.shape[-1])).reshape(out.shape)
-    out[outside] = float("-inf")
-    if outside.any():
-        run.warn(f"{int(outside.sum())} parameter vectors lie outside the prior (log q = -inf)")
-    finite = out[torch.isfinite(out)]
-    run.info(f"mean log q(theta | x) = {finite.mean().item():.4f} over {finite.numel()} pairs")
-    run.write_artifact({"log_prob": out}, LOGPROB_KIND)
+    run.write_artifact({"log_prob": npe.score(post, run.read_artifact(data_path), log=run)}, LOGPROB_KIND)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -756,103 +384,18 @@ def score(run, posterior_path, data_path):
 def evaluate(run, samples_path, reference, metrics, max_samples, posterior_path, x_o_path, sbc_path, sbc_samples,
              plot, observation):
     """Posterior quality: C2ST (random forest, MLP), MMD against reference samples; NLTP; SBC."""
-    import torch
+    from cortexkit.tools import npe
 
-    from cortexkit.tools.npe import metrics as Q
-
-    wanted = [m.strip() for m in metrics.split(",") if m.strip()]
-    bad = [m for m in wanted if m not in ("rf-c2st", "mlp-c2st", "mmd")]
-    if bad:
-        raise CortexError(f"--metrics: unknown {', '.join(bad)}; use rf-c2st, mlp-c2st, mmd")
-    if not (samples_path or posterior_path):
-        raise CortexError("nothing to evaluate: give SAMPLES with --reference, or --posterior with --x-o or --sbc")
-    if samples_path and not reference:
-        raise CortexError("SAMPLES need --reference FILE (reference posterior samples)")
-    if (x_o_path or sbc_path) and not posterior_path:
-        raise CortexError("--x-o (NLTP) and --sbc need --posterior POSTERIOR")
-    if posterior_path and not (x_o_path or sbc_path):
-        raise CortexError("--posterior needs --x-o FILE (NLTP) or --sbc FILE (calibration)")
+    config = npe.evaluate_config(metrics, samples=bool(samples_path), reference=bool(reference),
+                                 posterior=bool(posterior_path), x_o=bool(x_o_path), sbc=bool(sbc_path),
+                                 max_samples=max_samples, sbc_samples=sbc_samples, observation=observation,
+                                 plot=plot, seed=run.seed or 0)
     if plot is not None:
-        if not (samples_path or sbc_path):
-            raise CortexError("--plot draws SAMPLES against --reference, or SBC ranks (--sbc): give one of them")
         require_matplotlib()
-    if observation is not None and not samples_path:
-        raise CortexError("--observation selects a row of SAMPLES: give SAMPLES")
-    if "mlp-c2st" in wanted or "rf-c2st" in wanted:
-        try:
-            import sklearn  # noqa: F401
-        except ImportError:
-            raise CortexError("C2ST needs scikit-learn: pip install 'cortexkit[npe]'") from None
-    report = {}
-    if samples_path:
-        art = run.read_artifact(samples_path)
-        ours = art.tensor("theta").float()
-        ref_art = run.read_artifact(reference)
-        ref = ref_art.tensor("reference_posterior_samples", "theta").float()
-        if ours.dim() == 2:
-            ours = ours[None]
-        if ref.dim() == 2:
-            ref = ref[None]
-        if ours.shape[0] != ref.shape[0] or ours.shape[2] != ref.shape[2]:
-            raise CortexError(f"samples {tuple(ours.shape)} and reference {tuple(ref.shape)} must both be "
-                              "(n_obs, n, d) with the same n_obs and d")
-        if max_samples:
-            ours, ref = ours[:, :max_samples], ref[:, :max_samples]
-        rows = range(ours.shape[0])
-        if observation is not None:
-            if not 0 <= observation < ours.shape[0]:
-                raise CortexError(f"--observation {observation}: SAMPLES hold {ours.shape[0]} observations")
-            rows = [observation]
-        per = []
-        for i in run.progress(rows, desc="evaluating"):
-            row = {"observation": i}
-            if "rf-c2st" in wanted:
-                row["rf_c2st"] = Q.c2st(ours[i], ref[i], "rf")
-            if "mlp-c2st" in wanted:
-                row["mlp_c2st"] = Q.c2st(ours[i], ref[i], "mlp")
-            if "mmd" in wanted:
-                row["mmd"] = Q.mmd2(ours[i], ref[i], generator=run.torch_generator())
-            per.append(row)
-        report["samples"] = {"n_observations": len(rows), "n_samples": ours.shape[1], "n_reference": ref.shape[1]}
-        report["summary"] = {k: Q.mean_ci95([r[k] for r in per]) for k in per[0] if k != "observation"}
-        report["per_observation"] = per
-    if posterior_path:
-        post, _ = _read_posterior(run, posterior_path)
-        x_dim = post.members[0].x_dim
-        if x_o_path:
-            x_o, obs_art = _read_observations(run, x_o_path, None, x_dim)
-            theta_o = obs_art.tensors.get("theta_o", obs_art.tensors.get("theta_true"))
-            if theta_o is None:
-                raise CortexError(f"{obs_art.source}: NLTP needs the true parameters (tensor theta_o or theta_true)")
-            theta_o = theta_o.float().reshape(x_o.shape[0], -1)
-            with torch.no_grad():
-                lp = post.log_prob(theta_o, x_o)
-            report["nltp"] = {**Q.mean_ci95((-lp).tolist()), "per_observation": (-lp).tolist()}
-        if sbc_path:
-            theta, x, _ = _read_sims(run, sbc_path, "SBC", post.prior)
-            if x.shape[1] != x_dim:
-                raise CortexError(f"{sbc_path}: x has dimension {x.shape[1]}, the posterior expects {x_dim}")
-            gen = run.torch_generator()
-            samples = torch.empty(theta.shape[0], sbc_samples, post.prior.dim)
-            lq_s = torch.empty(theta.shape[0], sbc_samples)
-            with torch.no_grad():
-                for i in run.progress(range(theta.shape[0]), desc="SBC"):
-                    samples[i] = post.sample(sbc_samples, x[i], generator=gen)
-                    lq_s[i] = post.log_prob(samples[i], x[i])
-                lq_true = torch.cat([post.log_prob(theta[i:i + 4096], x[i:i + 4096]) for i in range(0, theta.shape[0], 4096)])
-            ranks = Q.sbc_ranks(theta, samples)
-            report["sbc"] = {"n_pairs": theta.shape[0], "n_samples": sbc_samples,
-                             "parameters": Q.sbc_summary(ranks, sbc_samples, post.prior.names),
-                             "hpd_coverage": Q.expected_coverage(lq_true, lq_s)}
-    if plot is not None:
-        from cortexkit.tools.npe import plots
-
-        if samples_path:
-            k = rows[0]
-            names = art.meta_json("npe.parameter_names") or [f"theta_{j + 1}" for j in range(ours.shape[2])]
-            title = f"observation {k}" + (f": RF-C2ST {per[0]['rf_c2st']:.3f}" if "rf_c2st" in per[0] else "")
-            plots.pair_plot(plot, ours[k], ref[k], names, title)
-        else:
-            plots.sbc_plot(plot, ranks, sbc_samples, post.prior.names)
-        report["plot"] = str(plot)
-    run.write_report(report)
+    npe.check_evaluate_needs(config, bool(samples_path))
+    read = lambda path: run.read_artifact(path) if path else None  # noqa: E731
+    samples = read(samples_path)
+    ref = read(reference) if samples_path else None
+    post = _read_posterior(run, posterior_path)[0] if posterior_path else None
+    run.write_report(npe.evaluate(config, samples=samples, reference=ref, posterior=post, x_o=read(x_o_path),
+                                  sbc=read(sbc_path), log=run))

@@ -1,1 +1,19 @@
-"""MF-(TS)NPE: multifidelity neural posterior estimation (Krouglova et al., ICLR 2026)."""
+"""MF-(TS)NPE: multifidelity neural posterior estimation (Krouglova et al., ICLR 2026).
+
+The whole method from Python (what ``cortexkit simulate-npe`` does, see :mod:`.api`)::
+
+    from cortexkit.tools import npe
+    spec = npe.simulator_spec("ou", "hf")
+    prior = npe.io.read_prior(None, "ou")
+    sims = npe.simulate(spec, prior.sample(100, generator), npe.SimulateConfig(seed=2), prior)
+    result = npe.train(npe.MethodConfig(method="npe", seed=4), npe.TrainInputs(prior, hf=(theta, x)))
+"""
+from . import io
+from .api import (METHODS, SEQUENTIAL, EvaluateConfig, MethodConfig, PartialFailure, SimulateConfig, Simulations,
+                  TrainInputs, TrainResult, check_evaluate_needs, draw_parameters, evaluate, evaluate_config,
+                  load_train_inputs, merge, parse_shard, sample, score, simulate, simulator_spec, train)
+
+__all__ = ["io", "METHODS", "SEQUENTIAL", "EvaluateConfig", "MethodConfig", "PartialFailure", "SimulateConfig",
+           "Simulations", "TrainInputs", "TrainResult", "check_evaluate_needs", "draw_parameters", "evaluate",
+           "evaluate_config", "load_train_inputs", "merge", "parse_shard", "sample", "score", "simulate",
+           "simulator_spec", "train"]
