@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import command
+from cortexkit.cli.base import OutputPath, command
 
 FORMATS = ("auto", "csv", "npy", "npz", "safetensors")
 EXTENSIONS = {".csv": "csv", ".npy": "npy", ".npz": "npz", ".safetensors": "safetensors",
@@ -51,12 +51,13 @@ and dtype. Metadata cortexkit.columns: the CSV header as a JSON list.
 
 
 def output_format(target: str, to: str) -> str:
+    import os
     from pathlib import PurePath
 
     if to != "auto":
         return to
-    if target == "-":
-        return "safetensors"
+    if target == "-" or (os.path.exists(target) and not os.path.isfile(target)):
+        return "safetensors"  # stdout, /dev/null, a FIFO
     suffix = PurePath(target).suffix.lower()
     if suffix not in EXTENSIONS:
         raise click.UsageError(f"cannot tell the format of '{target}' from its extension; "
@@ -66,7 +67,7 @@ def output_format(target: str, to: str) -> str:
 
 @command("convert")
 @click.argument("input", metavar="IN|-")
-@click.argument("out", metavar="OUT|-", default="-")
+@click.argument("out", metavar="OUT|-", default="-", type=OutputPath(dash=True))
 @click.option("--from", "from_", type=click.Choice(FORMATS), default="auto", show_default=True,
               help="Input format (auto = recognise from the bytes).")
 @click.option("--to", type=click.Choice(FORMATS), default="auto", show_default=True,

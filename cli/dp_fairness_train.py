@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import require_matplotlib, tool_group, verb
+from cortexkit.cli.base import NONNEGATIVE, POSITIVE, Float, output_option, require_matplotlib, tool_group, verb
 
 KIND_MODEL = "dpfair-model"
 KIND_PREDICTIONS = "dpfair-predictions"
@@ -153,32 +153,32 @@ train_options = _options(
     click.option("--constraint", default="demographic-parity", show_default=True,
                  metavar="demographic-parity|equalized-odds|fnr|none|FILE.yaml",
                  help="Rate constraints; none = plain DP-SGD."),
-    click.option("--gamma", type=float, default=0.05, show_default=True,
+    click.option("--gamma", type=NONNEGATIVE, default=0.05, show_default=True,
                  help="Constraint slack (a spec's per-constraint gamma wins)."),
     click.option("--positive-label", default=None, help="Positive class for fnr (default: the last class)."),
-    click.option("--epsilon", type=float, default=1.0, show_default=True, help="Target epsilon."),
-    click.option("--delta", type=float, default=1e-5, show_default=True, help="Target delta."),
-    click.option("--sigma", type=float, default=None,
+    click.option("--epsilon", type=POSITIVE, default=1.0, show_default=True, help="Target epsilon."),
+    click.option("--delta", type=Float(0, 1, min_open=True, max_open=True), default=1e-5, show_default=True, help="Target delta."),
+    click.option("--sigma", type=POSITIVE, default=None,
                  help="Gaussian noise multiplier (std / clip). Default: 10 when --steps is not given, "
                       "else calibrated to the budget."),
     click.option("--steps", type=click.IntRange(min=1), default=None,
                  help="Steps T. Default: the largest T within the budget (at most --max-steps)."),
     click.option("--max-steps", type=click.IntRange(min=1), default=1000, show_default=True,
                  help="Cap on the calibrated number of steps."),
-    click.option("--laplace-b", type=float, default=0.03, show_default=True,
+    click.option("--laplace-b", type=POSITIVE, default=0.03, show_default=True,
                  help="Histogram noise as INVERSE scale: Laplace(0, 1/b) per cell."),
-    click.option("--batch-size", type=float, default=4096, show_default=True,
+    click.option("--batch-size", type=POSITIVE, default=4096, show_default=True,
                  help="Expected Poisson batch size B (rate q = B / n, at most 1)."),
-    click.option("--clip", type=float, default=3.0, show_default=True,
+    click.option("--clip", type=POSITIVE, default=3.0, show_default=True,
                  help="Per-example gradient clip norm C."),
-    click.option("--lr", type=float, default=0.5, show_default=True, help="Primal step size."),
-    click.option("--lr-dual", type=float, default=0.3, show_default=True, help="Dual step size."),
+    click.option("--lr", type=POSITIVE, default=0.5, show_default=True, help="Primal step size."),
+    click.option("--lr-dual", type=POSITIVE, default=0.3, show_default=True, help="Dual step size."),
     click.option("--dual-update", type=click.Choice(["heavy-ball", "exponentiated"]), default="heavy-ball",
                  show_default=True, help="Projected (heavy-ball) ascent or exponentiated gradient."),
-    click.option("--dual-momentum", type=float, default=0.0, show_default=True, help="Heavy-ball momentum."),
-    click.option("--dual-max", type=float, default=float("inf"), show_default=True,
+    click.option("--dual-momentum", type=Float(0, 1, max_open=True), default=0.0, show_default=True, help="Heavy-ball momentum."),
+    click.option("--dual-max", type=Float(0, min_open=True, allow_inf=True), default=float("inf"), show_default=True,
                  help="Upper bound of the multipliers (the compact dual set)."),
-    click.option("--temperature", type=float, default=8.0, show_default=True,
+    click.option("--temperature", type=POSITIVE, default=8.0, show_default=True,
                  help="tau: rates use softmax(tau * logits); large tau makes soft rates track hard ones."),
     click.option("--model", "model_kind", type=click.Choice(["logistic", "mlp"]), default="logistic",
                  show_default=True, help="Logistic regression or a ReLU MLP."),
@@ -577,15 +577,15 @@ def evaluate(run, model, table, iterate):
 
 
 @verb(group, "account", output="report")
-@click.option("--sigma", type=float, default=None, help="Gaussian noise multiplier (omit to calibrate it).")
-@click.option("--laplace-b", type=float, default=None,
+@click.option("--sigma", type=POSITIVE, default=None, help="Gaussian noise multiplier (omit to calibrate it).")
+@click.option("--laplace-b", type=POSITIVE, default=None,
               help="Histogram noise as INVERSE scale (Laplace(0, 1/b)); omit for DP-SGD (no histogram).")
-@click.option("--sampling-rate", type=float, default=None, help="Poisson rate q.")
-@click.option("--batch-size", type=float, default=None, help="Expected batch size B (with --n: q = B / n).")
+@click.option("--sampling-rate", type=Float(0, 1, min_open=True), default=None, help="Poisson rate q.")
+@click.option("--batch-size", type=POSITIVE, default=None, help="Expected batch size B (with --n: q = B / n).")
 @click.option("--n", "n_records", type=click.IntRange(min=1), default=None, help="Training records n.")
 @click.option("--steps", type=click.IntRange(min=0), default=None, help="Steps T (omit to find the largest).")
-@click.option("--delta", type=float, default=1e-5, show_default=True)
-@click.option("--epsilon", type=float, default=None, help="Target epsilon (to find T or sigma).")
+@click.option("--delta", type=Float(0, 1, min_open=True, max_open=True), default=1e-5, show_default=True)
+@click.option("--epsilon", type=POSITIVE, default=None, help="Target epsilon (to find T or sigma).")
 @click.option("--max-steps", type=click.IntRange(min=1), default=5000, show_default=True,
               help="Upper end of the step search.")
 def account(run, sigma, laplace_b, sampling_rate, batch_size, n_records, steps, delta, epsilon, max_steps):
@@ -649,7 +649,7 @@ def account(run, sigma, laplace_b, sampling_rate, batch_size, n_records, steps, 
               help="The gamma grid.")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per gamma.")
 @click.option("--iterate", type=click.Choice(["last", "average"]), default="average", show_default=True)
-@click.option("--plot", default=None, metavar="PNG", help="Also draw test error vs DP gap (needs matplotlib).")
+@output_option("--plot", metavar="PNG", help="Also draw test error vs DP gap (needs matplotlib).")
 @data_options
 @train_options
 def sweep(run, table, test_table, gammas, seeds, iterate, plot, **options):
@@ -714,6 +714,6 @@ def sweep(run, table, test_table, gammas, seeds, iterate, plot, **options):
         ax.set_title(f"epsilon {rows[0]['epsilon']:.3g}")
         ax.legend()
         fig.tight_layout()
-        fig.savefig(plot, dpi=120)
+        run.write_figure(fig, plot, dpi=120)
         report["plot"] = plot
     run.write_report(report)

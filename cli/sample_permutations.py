@@ -6,7 +6,7 @@ import math
 
 import click
 
-from cortexkit.cli.base import tool_group, verb
+from cortexkit.cli.base import NONNEGATIVE, POSITIVE, UNIT, Float, output_option, tool_group, verb
 from cortexkit.formats.errors import CortexError
 
 group = tool_group(
@@ -215,7 +215,7 @@ def input_options(func):
                      help="MovieLens: keep movies with at least this many ratings."),
         click.option("--split", type=click.Choice(["all", "train", "test"]), default="all",
                      show_default=True, help="MovieLens: which users (split by --split-seed)."),
-        click.option("--test-fraction", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+        click.option("--test-fraction", type=UNIT, default=0.2, show_default=True,
                      help="MovieLens: fraction of users in the test split."),
         click.option("--split-seed", type=int, default=0, show_default=True,
                      help="MovieLens: seed of the user split and of the subsets and tie-breaks."),
@@ -445,13 +445,13 @@ ADVANCED_NET = ("smoothing", "weight_decay", "val_fraction", "patience", "val_nf
               show_default=True, help="mlp: one hidden layer (--context-hidden).")
 @click.option("--context-hidden", type=click.IntRange(min=1), default=None, hidden=True,
               help="Hidden width of the mlp context encoder (default --ff).")
-@click.option("--smoothing", type=click.FloatRange(min=0), default=0.5, show_default=True,
+@click.option("--smoothing", type=NONNEGATIVE, default=0.5, show_default=True,
               help="product/rim: pseudo-counts added to every legal digit value.")
 @click.option("--epochs", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True)
-@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=1e-3, show_default=True)
-@click.option("--weight-decay", type=click.FloatRange(min=0), default=1e-2, show_default=True)
-@click.option("--val-fraction", type=click.FloatRange(0, 0.9), default=0.1, show_default=True,
+@click.option("--lr", type=POSITIVE, default=1e-3, show_default=True)
+@click.option("--weight-decay", type=NONNEGATIVE, default=1e-2, show_default=True)
+@click.option("--val-fraction", type=Float(0, 0.9), default=0.1, show_default=True,
               help="Part of DATA held out to keep the best epoch (neural models).")
 @click.option("--patience", type=click.IntRange(min=1), default=30, show_default=True,
               help="Stop after this many epochs without a better validation NLL.")
@@ -461,7 +461,7 @@ ADVANCED_NET = ("smoothing", "weight_decay", "val_fraction", "patience", "val_nf
 @click.option("--layers", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--heads", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--ff", type=click.IntRange(min=4), default=128, show_default=True)
-@click.option("--dropout", type=click.FloatRange(0, 1), default=0.1, show_default=True)
+@click.option("--dropout", type=Float(0, 1, max_open=True), default=0.1, show_default=True)
 @input_options
 def fit(run, data, kind, representation, reference, condition, context_file, head, context_encoder,
         context_hidden, smoothing, epochs, batch_size, lr, weight_decay, val_fraction, patience, val_nfe,
@@ -618,7 +618,7 @@ def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, it
 @click.argument("data", metavar="DATA|-")
 @click.option("--nfe", default=None, metavar="K", help="Masked models: NFE of the sampler scored (default n).")
 @nfe_options
-@click.option("--scores", "scores_path", default=None, metavar="PATH",
+@output_option("--scores", "scores_path",
               help="Also write per-permutation log-likelihoods (permutation-scores artifact).")
 @click.option("--context", "context_file", default=None, metavar="FILE",
               help="Feature-conditioned models: 'context', one row per permutation.")

@@ -136,12 +136,13 @@ def build_metadata(kind: str, *, version: str = "1", producer: str = "", config:
 
 def write_artifact(target: str | os.PathLike | None, tensors: dict[str, Any], kind: str, *,
                    version: str = "1", producer: str = "", config: dict | None = None,
-                   metadata: dict[str, Any] | None = None) -> None:
-    """Write an artifact atomically to a file, or to stdout for ``-``/None."""
+                   metadata: dict[str, Any] | None = None, now: bool = False) -> None:
+    """Write an artifact to a file or to stdout for ``-``/None (staged inside a command unless
+    ``now``; see :func:`cortexkit.formats.stdio.write_bytes`)."""
     if not tensors:
         raise CortexError(f"refusing to write an empty '{kind}' artifact (no tensors)")
     meta = build_metadata(kind, version=version, producer=producer, config=config, extra=metadata)
-    write_bytes(target, encode(tensors, meta))
+    write_bytes(target, encode(tensors, meta), now=now)
 
 
 # ---------------------------------------------------------------------------------------------
