@@ -466,10 +466,13 @@ class Run:
                     leave=False, dynamic_ncols=True, **kwargs)
 
     # -- artifacts and reports --------------------------------------------------------------
-    def read_artifact(self, source, kind=None, *, framework: str = "pt", max_version=None):
+    def read_artifact(self, source, kind=None, *, framework: str = "pt", max_version=None,
+                      check: bool = True):
+        """Read an artifact, checking its kind and its registered schema (formats/schema.py)."""
         from cortexkit.formats.artifact import read_artifact
 
-        return read_artifact(source, kind, framework=framework, max_version=max_version)
+        return read_artifact(source, kind, framework=framework, max_version=max_version,
+                             check=check)
 
     def write_artifact(self, tensors: dict, kind: str, *, metadata: dict | None = None,
                        version: str = "1", target=None, now: bool = False) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from cortexkit.cli.base import NONNEGATIVE, POSITIVE, Float, output_option, require_matplotlib, tool_group, verb
+from cortexkit.tools.dpfair import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 KIND_MODEL = "dpfair-model"
 KIND_PREDICTIONS = "dpfair-predictions"

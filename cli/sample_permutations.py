@@ -7,6 +7,7 @@ import math
 import click
 
 from cortexkit.cli.base import NONNEGATIVE, POSITIVE, UNIT, Float, output_option, tool_group, verb
+from cortexkit.tools.permutations import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 from cortexkit.formats.errors import CortexError
 
 group = tool_group(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from cortexkit.cli.base import POSITIVE, UNIT, Float, output_option, require_matplotlib, tool_group, verb
+from cortexkit.tools.npe import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 from cortexkit.formats.errors import CortexError
 
 group = tool_group(

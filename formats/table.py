@@ -341,6 +341,16 @@ def from_artifact(artifact) -> Table:
                   for n in order}, {k: [str(x) for x in v] for k, v in levels.items()}, name)
 
 
+def _register_schema() -> None:
+    from cortexkit.formats.schema import Schema, register
+
+    # columns are checked by from_artifact; the schema refuses versions from a newer cortexkit
+    register(Schema(TABLE_KIND, version=int(TABLE_VERSION)))
+
+
+_register_schema()
+
+
 def write_table(target: str | os.PathLike | None, table: Table, *, producer: str = "",
                 config: dict | None = None, metadata: dict | None = None) -> None:
     """Write ``table`` as a ``table`` artifact (atomically, or to stdout for ``-``)."""
