@@ -44,7 +44,8 @@ The shipped Adult census table (text columns become categorical) and back:
 
 Round trip through safetensors (user file):
 
-    cortexkit convert data.npz data.safetensors && cortexkit convert data.safetensors back.npz
+    cortexkit convert data.npz data.safetensors \\
+      && cortexkit convert data.safetensors back.npz
 
 Export one tensor of a model as CSV (user file):
 

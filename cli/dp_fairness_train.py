@@ -64,8 +64,10 @@ sweep (a gamma grid at a fixed epsilon -> Pareto table, PNG with --plot).
     "EXAMPLES": """
 Train a fair logistic regression at epsilon 1 and look at it on held-out data:
 
-    cortexkit dp-fairness-train train adult_train.csv --label '>50K' --sensitive sex \\
-        --constraint demographic-parity --gamma 0.05 --epsilon 1 --delta 1e-5 -o model.safetensors
+    cortexkit dp-fairness-train train adult_train.csv --label '>50K' \\
+        --sensitive sex \\
+        --constraint demographic-parity --gamma 0.05 --epsilon 1 --delta 1e-5 \\
+        -o model.safetensors
     cortexkit dp-fairness-train evaluate model.safetensors adult_test.csv
 
 Train and evaluate in one pipe:
@@ -75,19 +77,25 @@ Train and evaluate in one pipe:
 
 How many steps does epsilon 1 allow, and what did the official demo settings really spend?
 
-    cortexkit dp-fairness-train account --sigma 10 --laplace-b 0.03 --batch-size 4096 --n 33916 --epsilon 1
-    cortexkit dp-fairness-train account --sigma 4 --laplace-b 0.5 --sampling-rate 0.13802 --steps 1000 --delta 1e-4
+    cortexkit dp-fairness-train account --sigma 10 --laplace-b 0.03 \\
+        --batch-size 4096 --n 33916 --epsilon 1
+    cortexkit dp-fairness-train account --sigma 4 --laplace-b 0.5 \\
+        --sampling-rate 0.13802 --steps 1000 --delta 1e-4
 
 Plain DP-SGD (no constraints) and an MLP under equalized odds:
 
-    cortexkit dp-fairness-train train train.csv --label y --constraint none --epsilon 3 -o dpsgd.safetensors
-    cortexkit dp-fairness-train train train.csv --label y --sensitive sex --constraint equalized-odds \\
+    cortexkit dp-fairness-train train train.csv --label y --constraint none \\
+        --epsilon 3 -o dpsgd.safetensors
+    cortexkit dp-fairness-train train train.csv --label y --sensitive sex \\
+        --constraint equalized-odds \\
         --model mlp --hidden 64 --gamma 0.1 -o mlp.safetensors
 
 Predictions as CSV, and a Pareto sweep with a plot:
 
-    cortexkit dp-fairness-train predict model.safetensors test.csv -o predictions.csv
-    cortexkit dp-fairness-train sweep train.csv --test test.csv --label '>50K' --sensitive sex \\
+    cortexkit dp-fairness-train predict model.safetensors test.csv \\
+        -o predictions.csv
+    cortexkit dp-fairness-train sweep train.csv --test test.csv --label '>50K' \\
+        --sensitive sex \\
         --gammas 0.01,0.02,0.05,0.1 --epsilon 1 --plot pareto.png -o pareto.yaml
 
 A custom constraint (YAML): the positive rate of women at least 0.2:

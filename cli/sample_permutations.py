@@ -111,53 +111,66 @@ no output file is written.
     "EXAMPLES": """
 Fit Mallows and an autoregressive model to the sushi rankings and compare held-out NLL:
 
-    cortexkit sample-permutations fit sushi.soc --model mallows --reference borda -o mallows.st
-    cortexkit sample-permutations fit train.st --model ar --representation insertion \\
+    cortexkit sample-permutations fit sushi.soc --model mallows \\
+        --reference borda -o mallows.st
+    cortexkit sample-permutations fit train.st --model ar \\
+        --representation insertion \\
         --reference borda --epochs 60 -o ar.st
     cortexkit sample-permutations evaluate ar.st test.st --nfe 10 | yq .nll
 
 Sample 10000 permutations from a masked model in 2 forward passes and look at them:
 
-    cortexkit sample-permutations sample mlm.st -n 10000 --nfe 2 --seed 1 | cortexkit inspect -
+    cortexkit sample-permutations sample mlm.st -n 10000 --nfe 2 --seed 1 \\
+        | cortexkit inspect -
 
 The 5 most likely permutations of an autoregressive model by beam search (width 32), and the
 mode of a Mallows model (its centre), with their log-likelihoods:
 
-    cortexkit sample-permutations sample ar.st --strategy beam --beam-width 32 -n 5 | cortexkit inspect -
+    cortexkit sample-permutations sample ar.st --strategy beam --beam-width 32 \\
+        -n 5 | cortexkit inspect -
     cortexkit sample-permutations sample mallows.st --strategy greedy -o mode.st
 
 Complete a partial ranking (items 3 then 7 on top) with a lehmer model:
 
-    cortexkit sample-permutations sample model.st -n 5 --given 3,7 | cortexkit convert - out.csv
+    cortexkit sample-permutations sample model.st -n 5 --given 3,7 \\
+        | cortexkit convert - out.csv
 
 Re-rank movies: a conditional model on MovieLens training users, completions for test users
 whose order of the 3 most popular of their 10 movies is known (2, then 0, then 1):
 
-    cortexkit sample-permutations fit u.data --split train --n-items 10 --model ar \\
+    cortexkit sample-permutations fit u.data --split train --n-items 10 \\
+        --model ar \\
         --condition items -o ml.st
-    cortexkit sample-permutations sample ml.st --items u.data --split test -n 32 --given 2,0,1 -o c.st
+    cortexkit sample-permutations sample ml.st --items u.data --split test \\
+        -n 32 --given 2,0,1 -o c.st
 
 Jigsaw puzzles: row i of train.st holds the grid cell of each shuffled piece (an ordering
 read as "position = piece, item = cell"), ctrain.st the pieces' flattened pixels, context
 (N, 9, 81) for 3x3 puzzles of 9x9 patches; solve test puzzles by beam search and score them:
 
-    cortexkit sample-permutations fit train.st --model ar --representation lehmer \\
-        --condition features --context ctrain.st --head pointer --context-encoder mlp \\
+    cortexkit sample-permutations fit train.st --model ar \\
+        --representation lehmer \\
+        --condition features --context ctrain.st --head pointer \\
+        --context-encoder mlp \\
         --epochs 20 --lr 2e-3 --batch-size 128 -o jigsaw.st
-    cortexkit sample-permutations sample jigsaw.st --strategy beam --beam-width 5 \\
+    cortexkit sample-permutations sample jigsaw.st --strategy beam \\
+        --beam-width 5 \\
         --context ctest.st -o solved.st
-    cortexkit sample-permutations score jigsaw.st test.st --context ctest.st | yq .mean_nll
+    cortexkit sample-permutations score jigsaw.st test.st --context ctest.st \\
+        | yq .mean_nll
 
 A context file from numpy: np.savez("c.npz", context=x) then cortexkit convert c.npz c.st.
 
 Encode orderings as insertion vectors relative to their Borda order, and back:
 
-    cortexkit sample-permutations encode orders.txt --representation insertion --reference borda \\
+    cortexkit sample-permutations encode orders.txt --representation insertion \\
+        --reference borda \\
         | cortexkit sample-permutations decode - -o same.st
 
 Score held-out rankings at NFE 1, 2, 5 and 10:
 
-    for k in 1 2 5 10; do cortexkit sample-permutations score mlm.st test.st --nfe $k | yq .mean_nll; done
+    for k in 1 2 5 10; do cortexkit sample-permutations score mlm.st test.st \\
+        --nfe $k | yq .mean_nll; done
 """,
     "FILES": """
 - permutations artifact (kind permutations; written by sample and decode, read by every verb)

@@ -79,13 +79,16 @@ a failed run's simulator time is not lost.
     "EXAMPLES": """
 Simulate the built-in OU task at both fidelities and train MF-NPE:
 
-    cortexkit simulate-npe simulate --task ou --fidelity lf -n 10000 --seed 1 -o lf.safetensors
+    cortexkit simulate-npe simulate --task ou --fidelity lf -n 10000 --seed 1 \\
+      -o lf.safetensors
     cortexkit simulate-npe simulate --task ou -n 100 --seed 2 -o hf.safetensors
-    cortexkit simulate-npe train --method mf-npe --task ou --lf lf.safetensors --hf hf.safetensors -o post.safetensors
+    cortexkit simulate-npe train --method mf-npe --task ou --lf lf.safetensors \\
+      --hf hf.safetensors -o post.safetensors
 
 Posterior samples for observations and their C2ST against reference samples:
 
-    cortexkit simulate-npe sample post.safetensors --x-o obs.safetensors -n 1000 \\
+    cortexkit simulate-npe sample post.safetensors --x-o obs.safetensors \\
+      -n 1000 \\
       | cortexkit simulate-npe evaluate - --reference obs.safetensors
 
 A prior spec and an external simulator, fanned out with GNU parallel over 4 shards:
@@ -94,24 +97,31 @@ A prior spec and an external simulator, fanned out with GNU parallel over 4 shar
     - {name: g_na, dist: uniform, low: 0.005, high: 0.8}
     - {name: g_k, dist: lognormal, loc: -4.0, scale: 0.5}
     END
-    parallel cortexkit simulate-npe simulate --prior prior.yaml -n 1000 --seed 7 --shard {}/4 \\
-      --simulator-cmd ./run_neuron --timeout 600 -o shard{}.safetensors ::: 0 1 2 3
+    parallel cortexkit simulate-npe simulate --prior prior.yaml -n 1000 \\
+      --seed 7 --shard {}/4 \\
+      --simulator-cmd ./run_neuron --timeout 600 \\
+      -o shard{}.safetensors ::: 0 1 2 3
     cortexkit simulate-npe merge shard*.safetensors -o hf.safetensors
 
 A-MF-TSNPE for observation 3, with the HF task simulated in the loop:
 
-    cortexkit simulate-npe train --method a-mf-tsnpe --task ou --lf lf.safetensors \\
+    cortexkit simulate-npe train --method a-mf-tsnpe --task ou \\
+      --lf lf.safetensors \\
       --x-o obs.safetensors --observation 3 --hf-budget 100 -o post3.safetensors
 
 Calibration without a reference posterior, with the rank histograms drawn (needs matplotlib):
 
-    cortexkit simulate-npe simulate --task sir -n 200 --seed 9 -o test.safetensors
-    cortexkit simulate-npe evaluate --posterior post.safetensors --sbc test.safetensors --plot sbc.png
+    cortexkit simulate-npe simulate --task sir -n 200 --seed 9 \\
+      -o test.safetensors
+    cortexkit simulate-npe evaluate --posterior post.safetensors \\
+      --sbc test.safetensors --plot sbc.png
 
 A pair plot of observation 2's posterior against its reference samples:
 
-    cortexkit simulate-npe sample post.safetensors --x-o obs.safetensors -n 1000 \
-      | cortexkit simulate-npe evaluate - --reference obs.safetensors --observation 2 --plot pairs.png
+    cortexkit simulate-npe sample post.safetensors --x-o obs.safetensors \\
+      -n 1000 \\
+      | cortexkit simulate-npe evaluate - --reference obs.safetensors \\
+      --observation 2 --plot pairs.png
 """,
     "FILES": """
 - npe-simulations (simulate, merge; train --lf/--hf) :: theta (n, d) float32 parameters; x (n, x_dim)
