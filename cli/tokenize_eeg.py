@@ -136,6 +136,17 @@ recording_options = _options(
 ADVANCED_RECORDING = ("sfreq", "channel_names", "units", "batch_size")
 
 
+def _check_output(run):
+    """Refuse, before any work, an output path whose directory does not exist."""
+    from pathlib import Path
+
+    from cortexkit.formats.errors import CortexError
+    from cortexkit.formats.stdio import is_stdio
+
+    if not is_stdio(run.output) and not Path(run.output).resolve().parent.is_dir():
+        raise CortexError(f"{run.output}: directory {Path(run.output).parent} does not exist")
+
+
 def _names(text):
     return [t.strip() for t in text.split(",") if t.strip()] if text else None
 
@@ -230,6 +241,7 @@ def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, 
               dead_code_threshold, codebooks, stem, epochs, lr, min_lr, weight_decay, warmup_epochs,
               no_contrastive, amp, max_windows, stride, batch_size, sfreq, channel_names, units):
     """Train a tokenizer on recordings -> eeg-tokenizer artifact."""
+    _check_output(run)
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg import api
     from cortexkit.tools.eeg.model import config_from_preset
@@ -290,6 +302,7 @@ def _epoch_line(epoch, epochs, record):
 @recording_options
 def encode_cmd(run, tokenizer, recordings, channels, stride, batch_size, sfreq, channel_names, units):
     """Tokenize recordings -> eeg-tokens artifact (token_t, token_f per channel and patch)."""
+    _check_output(run)
     model, prep = _load_tokenizer(run, tokenizer)
     _check_montage(channels, prep)
     items, enc = _encode(run, model, prep, recordings, stride, batch_size, sfreq, channel_names, units)
@@ -351,6 +364,7 @@ def _read_tokens(run, source, model, prep):
 @click.argument("tokens", metavar="TOKENS|-")
 def decode_cmd(run, tokenizer, tokens):
     """Tokens -> eeg-signal artifact (signal in uV, standardised FFT amplitude and phase)."""
+    _check_output(run)
     from cortexkit.tools.eeg.api import decode_tokens
 
     model, prep = _load_tokenizer(run, tokenizer)
@@ -370,6 +384,7 @@ def decode_cmd(run, tokenizer, tokens):
 @recording_options
 def evaluate_cmd(run, tokenizer, recordings, stride, batch_size, sfreq, channel_names, units):
     """Reconstruction (NMSE) and codebook health on recordings -> YAML report."""
+    _check_output(run)
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg.api import evaluate
 
@@ -393,6 +408,7 @@ def evaluate_cmd(run, tokenizer, recordings, stride, batch_size, sfreq, channel_
 @recording_options
 def features_cmd(run, tokenizer, inputs, parts, stride, batch_size, sfreq, channel_names, units):
     """Per-window features (token histograms, mean codes, label) -> table artifact."""
+    _check_output(run)
     from cortexkit.formats.table import write_table
     from cortexkit.tools.eeg.api import features
 
