@@ -35,9 +35,11 @@ SIGHUP) leaves none of its outputs and no temporary files. What must survive a f
 checkpoint, the finished part of a failed run) is written with ``now=True``.
 
 Numbers: use :class:`Float` and :class:`Int` (or the ready ones, :data:`POSITIVE`,
-:data:`NONNEGATIVE`, :data:`UNIT`, :data:`POSITIVE_INT`, :data:`COUNT`): NaN and inf are refused
-always (``Float(allow_inf=True)`` for an "unbounded" default), bounds are shown in ``--help``,
-and config-file values are converted just as strictly (``num: 2.5`` for an Int is an error).
+:data:`NONNEGATIVE`, :data:`UNIT`, :data:`POSITIVE_INT`, :data:`COUNT`) and declare the range
+the method needs: NaN and inf are refused always (``Float(allow_inf=True)`` for an "unbounded"
+default; a plain ``float`` or ``click.FloatRange`` option is made finite by the base anyway),
+bounds are shown in ``--help``, and config-file values are converted just as strictly
+(``num: 2.5`` for an integer is an error).
 Requests whose size is known up front go through :func:`check_memory` / :func:`check_time`.
 """
 
@@ -107,9 +109,9 @@ class Float(click.FloatRange):
             self.fail(f"{value!r} is not a number", param, ctx)
         number = super().convert(value, param, ctx)
         if math.isnan(number):
-            self.fail("nan is not a number it can use", param, ctx)
+            self.fail(f"{value!r} is not a finite number", param, ctx)
         if math.isinf(number) and not self.allow_inf:
-            self.fail(f"{value} is not finite", param, ctx)
+            self.fail(f"{value!r} is not a finite number", param, ctx)
         return number
 
 
@@ -141,6 +143,26 @@ class Int(click.IntRange):
                 self.fail(f"{value!r} is not an integer", param, ctx)
             value = int(value)
         return super().convert(value, param, ctx)
+
+
+class Count(Int):
+    """A number of things the command will hold in memory (samples, simulations): refused at
+    parse time, with the estimate, when ``bytes_each`` per item already exceeds the memory the
+    machine has available (``sample -n 10000000000``), instead of failing deep in an allocator."""
+
+    def __init__(self, min: int = 1, max: int | None = None, *, bytes_each: int = 8,
+                 what: str = "items"):
+        super().__init__(min, max)
+        self.bytes_each = bytes_each
+        self.what = what
+
+    def convert(self, value, param, ctx):
+        count = super().convert(value, param, ctx)
+        try:
+            check_memory(f"{count} {self.what}", count * self.bytes_each)
+        except CortexError as exc:
+            self.fail(str(exc), param, ctx)
+        return count
 
 
 POSITIVE = Float(min=0, min_open=True)
@@ -608,6 +630,21 @@ def _wrap(func: Callable, writes: str | None) -> Callable:
     return callback
 
 
+def _make_finite(param: click.Parameter) -> None:
+    """Every float option of every verb refuses NaN (and inf, unless its default is inf): a
+    plain ``float`` or ``click.FloatRange`` becomes the :class:`Float` of the same bounds."""
+    kind = param.type
+    if not isinstance(kind, click.types.FloatParamType) or isinstance(kind, Float):
+        return
+    default = param.default if not callable(param.default) else None
+    unbounded = isinstance(default, float) and math.isinf(default)
+    if isinstance(kind, click.FloatRange):
+        param.type = Float(kind.min, kind.max, min_open=kind.min_open, max_open=kind.max_open,
+                           allow_inf=unbounded)
+    else:
+        param.type = Float(allow_inf=unbounded)
+
+
 def _build(func: Callable, name: str, writes: str | None, uses_torch: bool, help: str | None,
            attach: Callable[..., Callable], advanced: tuple[str, ...] = ()) -> click.Command:
     if writes not in OUTPUT_KINDS:
@@ -618,6 +655,8 @@ def _build(func: Callable, name: str, writes: str | None, uses_torch: bool, help
     cmd = attach(name=name, cls=CortexCommand, writes=writes, uses_torch=uses_torch,
                  help=help or func.__doc__, epilog=_epilog(uses_torch),
                  context_settings=CONTEXT_SETTINGS)(callback)
+    for param in cmd.params:
+        _make_finite(param)
     options = {p.name: p for p in cmd.params if isinstance(p, click.Option)}
     unknown = sorted(set(advanced) - set(options))
     if unknown:

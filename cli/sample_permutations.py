@@ -6,7 +6,7 @@ import math
 
 import click
 
-from cortexkit.cli.base import NONNEGATIVE, POSITIVE, UNIT, Float, output_option, tool_group, verb
+from cortexkit.cli.base import NONNEGATIVE, Count, POSITIVE, UNIT, Float, output_option, tool_group, verb
 from cortexkit.tools.permutations import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 from cortexkit.formats.errors import CortexError
 
@@ -541,7 +541,7 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
 
 @verb(group, "sample", output="artifact", torch_options=True, advanced=ADVANCED_INPUT + ("batch_size",))
 @click.argument("model_file", metavar="MODEL|-")
-@click.option("-n", "--num", type=click.IntRange(min=1), default=None,
+@click.option("-n", "--num", type=Count(bytes_each=16, what="permutations"), default=None,
               help="sample: how many permutations to draw (default 1000). beam: how many of the "
                    "best to keep (default 1, at most --beam-width). greedy: 1.")
 @click.option("--nfe", type=click.IntRange(min=1), default=None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import POSITIVE, UNIT, Float, output_option, require_matplotlib, tool_group, verb
+from cortexkit.cli.base import POSITIVE, Count, UNIT, Float, output_option, require_matplotlib, tool_group, verb
 from cortexkit.tools.npe import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 from cortexkit.formats.errors import CortexError
 
@@ -318,7 +318,7 @@ ADVANCED_TRAIN = ("timeout", "workers", "partial", "quantile", "truncation_sampl
 @click.option("--simulator", metavar="MODULE:FUNCTION", help="A Python function theta (n, d) -> x (n, x_dim).")
 @click.option("--simulator-cmd", metavar="CMD", help="External program: theta artifact on stdin, x artifact on stdout.")
 @click.option("--prior", "prior_path", metavar="YAML", help="Prior spec (overrides the task's prior).")
-@click.option("-n", "--num-simulations", type=click.IntRange(min=1), help="Parameters to draw (whole run, all shards).")
+@click.option("-n", "--num-simulations", type=Count(bytes_each=16, what="simulations"), help="Parameters to draw (whole run, all shards).")
 @click.option("--theta", "theta_path", metavar="FILE", help="Simulate these parameters (tensor theta) instead of drawing them.")
 @click.option("--proposal", metavar="POSTERIOR", help="Draw from the prior truncated by this posterior at --x-o (TSNPE round).")
 @click.option("--x-o", "x_o_path", metavar="FILE", help="Observation for --proposal.")
@@ -695,7 +695,7 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
 @click.argument("posterior_path", metavar="POSTERIOR|-")
 @click.option("--x-o", "x_o_path", metavar="FILE", help="Observations (tensor x_o or x); default: the posterior's own x_o.")
 @click.option("--observation", type=int, default=None, help="Use only this row of --x-o (0-based).")
-@click.option("-n", "--num-samples", type=click.IntRange(min=1), default=1000, show_default=True)
+@click.option("-n", "--num-samples", type=Count(bytes_each=8, what="posterior samples"), default=1000, show_default=True)
 def sample(run, posterior_path, x_o_path, observation, num_samples):
     """Posterior samples theta ~ q(theta | x_o) for one or many observations -> npe-samples."""
     import torch
