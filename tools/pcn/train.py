@@ -208,7 +208,7 @@ class TrainResult:
 def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
           test: Dataset | None = None, seed: int = 0,
           on_epoch: Callable[[EpochRecord, Network], None] | None = None,
-          progress: Callable | None = None) -> TrainResult:
+          progress: Callable | None = None, device: torch.device | None = None) -> TrainResult:
     """Train ``net`` in place. Under torchrun every rank runs this with the same seed: each takes
     its share of every global batch and gradients are averaged before each weight step.
     ``on_epoch`` is called on rank 0 after every finite epoch; ``progress(iterable, total, desc)``
@@ -252,7 +252,7 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
             if cfg.augment:
                 x = augment_batch(x, generator)
             local = slice(rank, None, world)
-            x, y = x[local], data.labels[index][local]
+            x, y = x[local].to(device or x.device), data.labels[index][local].to(device or x.device)
             scale = 1.0 / len(index)
             if len(y) == 0:
                 continue
@@ -265,7 +265,7 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
             stats[0] += float(res.loss)
             stats[1] += float((res.logits.argmax(1) == y).sum())
             stats[2] += len(y)
-            stats[3:] += res.layer_energy.double() * len(y)
+            stats[3:] += res.layer_energy.double().cpu() * len(y)
         stats = distributed.sum_tensor(stats)
         seconds = time.perf_counter() - start
         bad = next((l for l, blk in enumerate(net.blocks, 1)
@@ -277,7 +277,7 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
                              seconds, float(sched.get_last_lr()[0]), energy,
                              None if cfg.method == "bp" else imbalance(torch.tensor(energy)))
         if test is not None and rank == 0:
-            record.test_top1, record.test_top5 = accuracy(net, test, prep)
+            record.test_top1, record.test_top5 = accuracy(net, test, prep, device)
         history.append(record)
         if on_epoch is not None and rank == 0:
             on_epoch(record, net)
@@ -285,6 +285,7 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
     if rank == 0 and cfg.method != "bp" and n:
         index = torch.arange(min(n, cfg.batch_size))
         x, y = prep(data.images[index], dtype), data.labels[index]
+        x, y = x.to(device or x.device), y.to(device or x.device)
         snapshot = {k: v.clone() for k, v in net.state_dict().items()}
         res = _inference(net, x, y, cfg, 1.0 / len(index), weight_step=lambda g: None, record=True)
         net.load_state_dict(snapshot)
@@ -296,16 +297,17 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
 # evaluation
 
 @torch.no_grad()
-def logits_of(net: Network, images: torch.Tensor, prep: Preprocess,
+def logits_of(net: Network, images: torch.Tensor, prep: Preprocess, device=None,
               batch: int = 1000) -> torch.Tensor:
-    """One forward pass per batch: uint8 (N, C, H, W) -> logits (N, classes)."""
-    dtype = next(net.parameters()).dtype
-    outs = [net(prep(images[i:i + batch], dtype)) for i in range(0, images.shape[0], batch)]
+    """One forward pass per batch: uint8 (N, C, H, W) -> logits (N, classes) on the CPU."""
+    p = next(net.parameters())
+    outs = [net(prep(images[i:i + batch], p.dtype).to(p.device)).cpu()
+            for i in range(0, images.shape[0], batch)]
     classes = net.blocks[-1].layer.out_features
     return torch.cat(outs) if outs else torch.zeros(0, classes, dtype=dtype)
 
 
-def accuracy(net: Network, data: Dataset, prep: Preprocess) -> tuple[float, float]:
+def accuracy(net: Network, data: Dataset, prep: Preprocess, device=None) -> tuple[float, float]:
     """(top-1, top-5) of a single forward pass (the test rule of every method here)."""
     logits = logits_of(net, data.images, prep)
     if len(data) == 0:
@@ -321,18 +323,19 @@ def evaluate(net: Network, data: Dataset, prep: Preprocess, method: str, cfg: In
     """Top-1/top-5 (one forward pass) and the per-layer error energies at the end of the
     model's own inference (backprop's errors for ``bp``), averaged over the data."""
     top1, top5 = accuracy(net, data, prep)
-    dtype = next(net.parameters()).dtype
+    p = next(net.parameters())
     sums = torch.zeros(net.depth, dtype=torch.float64)
     loss = 0.0
     for i in range(0, len(data), batch):
-        x, y = prep(data.images[i:i + batch], dtype), data.labels[i:i + batch]
+        x = prep(data.images[i:i + batch], p.dtype).to(p.device)
+        y = data.labels[i:i + batch].to(p.device)
         if method == "bp":
             res = bp_gradients(net, x, y, cfg.loss, scale=1.0 / len(y), errors=True)
         elif method == "meta-pcn":
             res = meta_inference(net, x, y, cfg, scale=1.0 / len(y))
         else:
             res = pc_inference(net, x, y, cfg, scale=1.0 / len(y))
-        sums += res.layer_energy.double() * len(y)
+        sums += res.layer_energy.double().cpu() * len(y)
         loss += float(res.loss)
     n = max(1, len(data))
     energy = (sums / n).tolist()
