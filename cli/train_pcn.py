@@ -78,9 +78,10 @@ A VGG-5 at quarter width on CIFAR-10 python batches, with augmentation:
     cortexkit train-pcn train cifar-10-batches-py --arch vgg5 --width-scale 0.25 --augment \\
         --normalize cifar10 --checkpoint last.safetensors -o vgg5.safetensors
 
-Predictions as CSV through another tool:
+Predictions of an image folder (DIR/CLASS/*.png): a table artifact into another tool, or CSV:
 
-    cortexkit train-pcn predict meta.safetensors digits/ | cortexkit convert - predictions.csv
+    cortexkit train-pcn predict meta.safetensors digits/ | cortexkit convert --tensor label - labels.csv
+    cortexkit train-pcn predict meta.safetensors digits/ -o predictions.csv
 
 Data-parallel on two CPU processes:
 

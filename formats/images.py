@@ -284,7 +284,7 @@ def read_images(source: str | os.PathLike | None, split: str | None = None, *,
     data = _read_maybe_gz(path) if "idx" in path.name else path.read_bytes()
     if ("idx" in path.name or "ubyte" in path.name) and data[:3] == b"\x00\x00\x08":
         return _from_idx(path, split, need_labels)
-    if data[:1] == b"\x80":  # a pickle: one CIFAR batch
+    if data[:1] == b"\x80" and data[8:9] != b"{":  # a pickle (not a safetensors header): CIFAR
         images, labels = _cifar_batch(path)
         return _check(images, labels, name, need_labels, _cifar_names(path.parent))
     return _from_safetensors(data, name, split, need_labels)

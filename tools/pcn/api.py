@@ -103,7 +103,8 @@ def model_metadata(model: Model, trace=None) -> dict:
     meta = {"pcn.network": model.net.spec.to_dict(),
             "pcn.method": {"method": model.method, "inference": asdict(model.inference)},
             "pcn.preprocess": {"mean": model.prep.mean, "std": model.prep.std},
-            "pcn.history": model.history}
+            # timings stay in --log: same inputs and seed give the same artifact bytes
+            "pcn.history": [{k: v for k, v in r.items() if k != "seconds"} for r in model.history]}
     if trace is not None:
         meta["pcn.trace"] = trace
     return meta
