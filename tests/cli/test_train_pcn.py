@@ -222,7 +222,7 @@ def test_divergence_names_epoch_and_layer_and_keeps_checkpoint(cli, data, one_li
     assert ok.returncode == 0, ok.stderr
     out.unlink()
     before = ckpt.read_bytes()
-    p = cli(TOOL, "train", train, *FAST, "--method", "bp", "--no-weight-norm", "--lr", "1e300",
+    p = cli(TOOL, "train", train, *FAST, "--method", "bp", "--no-weight-norm", "--lr", "1e30",
             "--checkpoint", ckpt, "-o", out)
     one_line_error(p, f"{TOOL} train", "non-finite", "at epoch 1, layer")
     assert not out.exists() and ckpt.read_bytes() == before
