@@ -234,7 +234,7 @@ def prior_terms(template: Template, shape: Shape, pose: Pose, config: FitConfig,
     if temporal and th.shape[0] > 1:
         w = torch.where(template.extremity, config.extremity_factor, 1.0).to(th.dtype)
         omega = angular_velocity(th * free).pow(2).sum(-1)          # (B-1, J)
-        temp = (omega * w * template.free).sum(1).mean() + angular_velocity(pose.global_rot).pow(2).sum(-1).mean()
+        temp = (omega * w * template.free).sum(1).mean() / template.free.sum().clamp(min=1) + angular_velocity(pose.global_rot).pow(2).sum(-1).mean()
         temp = config.temporal_weight * temp + config.translation_weight * (
             (pose.global_t[1:] - pose.global_t[:-1]) / length).pow(2).sum(-1).mean()
     return limit, bone, smooth, temp
