@@ -278,9 +278,14 @@ def triangulate(run, inputs, calibration, units, camera_names, threshold, max_pa
     views = _views(run, inputs, calibration, units, camera_names)
     columns = points_table(views["cameras"], views["keypoints"].double().numpy(), views["confidence"].numpy(),
                            views["keypoint_names"], TriangulationConfig(threshold=threshold, max_pairs=max_pairs))
-    from cortexkit.formats.table import Table
+    from cortexkit.formats.table import Table, to_csv
 
-    write_table(run.output, Table(columns), producer=run.producer, config=run.config)
+    if str(run.output).lower().endswith(".csv"):  # a CSV for spreadsheets and pandas
+        from cortexkit.formats.stdio import write_bytes
+
+        write_bytes(run.output, to_csv(Table(columns)))
+    else:
+        write_table(run.output, Table(columns), producer=run.producer, config=run.config)
 
 
 fit_opts = [
@@ -294,9 +299,9 @@ fit_opts = [
                  help="Silhouettes count once keypoints fit within this many crop px."),
     click.option("--silhouette-weight", type=click.FloatRange(min=0), default=50.0, show_default=True,
                  help="Weight of the silhouette term."),
-    click.option("--temporal-weight", type=click.FloatRange(min=0), default=10.0, show_default=True,
+    click.option("--temporal-weight", type=click.FloatRange(min=0), default=1.0, show_default=True,
                  help="Weight of the temporal term."),
-    click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=0.01, show_default=True, help="Adam step."),
+    click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=0.03, show_default=True, help="Adam step."),
 ]
 FIT_ADVANCED = ("limits", "exclude_offsets", "gate", "silhouette_weight", "temporal_weight", "lr")
 

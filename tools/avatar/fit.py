@@ -59,14 +59,14 @@ class FitConfig:
     bone_weight: float = 10.0
     laplacian_weight: float = 1000.0
     edge_weight: float = 100.0
-    temporal_weight: float = 10.0
+    temporal_weight: float = 1.0
     extremity_factor: float = 100.0
     translation_weight: float = 10.0
     gate: float = 2.0               # crop pixels: silhouettes count once keypoints fit within this
     crop: int = 64                  # crop size (pixels) of the keypoint scale and the silhouettes
     sigma: float = 0.1              # soft rasteriser blur, squared crop pixels (PyTorch3D 1e-4 NDC² at 100 px ≈ 0.25)
     silhouettes: bool = True
-    lr: float = 0.01
+    lr: float = 0.03
     shape_steps: tuple = (100, 150, 150, 150)   # global, pose, bones, mesh
     track_steps: int = 120
     window: int = 20
