@@ -389,13 +389,14 @@ def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps,
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="The .glb or .gltf to write.")
 @click.option("--obj-dir", type=click.Path(file_okay=False), default=None, help="Also write one OBJ per frame here.")
-def export(run, avatar, poses, output, obj_dir):
+def export(run, avatar, poses, obj_dir):
     """Fitted avatar + poses -> glTF 2.0 skin with the fitted rest shape and an animation clip."""
     from cortexkit.formats.gltf import write_gltf, write_obj
     from cortexkit.formats.stdio import write_bytes
     from cortexkit.tools.avatar.export import gltf_arrays, posed_meshes
     from cortexkit.tools.avatar.io import POSES, avatar_from_artifact, poses_from_artifact
 
+    output = run.output
     if not output.lower().endswith((".glb", ".gltf")):
         raise CortexError(f"-o {output}: the export is glTF; name it .glb or .gltf")
     tpl, shp, _ = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
