@@ -233,7 +233,7 @@ def fit_cdc(z: np.ndarray, config: CDCConfig, *, generator: torch.Generator, cor
             for pe, pn in zip(ema.parameters(), net.parameters()):
                 pe.mul_(decay).add_(pn, alpha=1 - decay)
         if log and step % 500 == 0:
-            log(f"step {step}: loss {float(loss):.4f} ce {parts['ce']:.4f} mse {parts['mse']:.4f}")
+            log(f"step {step}: loss {float(loss.detach()):.4f} ce {parts['ce']:.4f} mse {parts['mse']:.4f}")
         if config.time_limit and time.perf_counter() - start > config.time_limit:
             if log:
                 log(f"time limit reached after {step + 1} steps")

@@ -242,3 +242,14 @@ def parse_spec(spec: str, dim: int) -> Copula | Mixture:
         raise ValueError("mixture weights must be positive")
     total = sum(weights)
     return Mixture(comps, [w / total for w in weights])
+
+
+def transform_margins(u: np.ndarray, margins: str) -> np.ndarray:
+    """(n, d) u -> data with ``uniform``, standard ``normal`` or unit ``exponential`` marginals."""
+    if margins == "uniform":
+        return u
+    if margins == "normal":
+        return special.ndtri(u)
+    if margins == "exponential":
+        return -np.log1p(-u)
+    raise ValueError(f"unknown margins {margins!r}")

@@ -127,7 +127,7 @@ def fit_reflection(u: np.ndarray, config: ReflectionConfig, *, generator: torch.
             for pe, pn in zip(ema.parameters(), net.parameters()):
                 pe.mul_(decay).add_(pn, alpha=1 - decay)
         if log and step % 500 == 0:
-            log(f"step {step}: loss {float(loss):.4f}")
+            log(f"step {step}: loss {float(loss.detach()):.4f}")
         if config.time_limit and time.perf_counter() - start > config.time_limit:
             if log:
                 log(f"time limit reached after {step + 1} steps")
