@@ -97,7 +97,7 @@ table input may also be CSV with a header, NPY or NPZ.
 - evaluate report (YAML) :: ll_raw, log_z, log_z_stderr, ess, ess_fraction, ll (= ll_raw -
 log_z), ll_trusted, gaussian_copula_ll, w2 and tau_frobenius (with gaussian_copula_w2 and
 gaussian_copula_tau_frobenius), ks_max, ks_per_dim, ks_max_test_data, score/sample seconds per
-1k rows, fit_seconds.
+1k rows (fit prints its time on stderr; it is not stored, so one seed gives one file).
 """,
     "SEE ALSO": "cortexkit(1), cortexkit-convert(1), cortexkit-inspect(1)",
     "REFERENCE": """
@@ -211,7 +211,7 @@ def fit(run, table, copula, columns, drop, marginals, steps, time_limit, guide, 
     model = fit_model(x, names, config, generator=run.torch_generator(), rng=run.numpy_rng(),
                       device=run.device, progress=run.progress, log=run.detail, warn=run.warn)
     run.info(f"fitted {copula} copula on {len(x)} rows x {len(names)} columns "
-             f"in {model.info['fit_seconds']:.1f} s")
+             f"in {model.fit_seconds:.1f} s")
     tensors, metadata = model.to_tensors()
     run.write_artifact(tensors, KIND_MODEL, metadata=metadata, version=str(MODEL_VERSION))
 

@@ -131,7 +131,7 @@ def run_one(args) -> dict:
         gen = torch.Generator().manual_seed(args.seed)
         model = fit_model(u_train, [f"c{j}" for j in range(u_train.shape[1])], config, generator=gen,
                           rng=np.random.default_rng(args.seed))
-        out["fit_seconds"] = model.info["fit_seconds"]
+        out["fit_seconds"] = model.fit_seconds
         out["steps"] = model.info.get("steps")
         if model_name in ("cdc", "reflection"):
             out["config"] = {"hidden": args.hidden, "depth": args.depth, "lr": args.lr if model_name == "cdc"
