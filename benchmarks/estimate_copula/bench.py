@@ -198,11 +198,11 @@ def main() -> None:
             row["wall_seconds"] = time.perf_counter() - t0
             print(json.dumps(row), file=sys.stderr, flush=True)
             rows.append(row)
-    summary = {"dataset": args.dataset, "command": " ".join(sys.argv), "rows": rows}
-    text = yaml.safe_dump(summary, sort_keys=False)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text)
+            summary = {"dataset": args.dataset, "command": " ".join(sys.argv), "rows": rows}
+            text = yaml.safe_dump(summary, sort_keys=False)
+            if args.out:   # after every model, so a time-boxed run keeps what it finished
+                Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.out).write_text(text)
     print(text)
 
 
