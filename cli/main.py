@@ -21,6 +21,7 @@ COMMANDS = {
     "dp-fairness-train": "cortexkit.cli.dp_fairness_train:group",
     "sample-permutations": "cortexkit.cli.sample_permutations:group",
     "estimate-copula": "cortexkit.cli.estimate_copula:group",
+    "train-pcn": "cortexkit.cli.train_pcn:group",
     "tokenize-eeg": "cortexkit.cli.tokenize_eeg:group",
 }
 
