@@ -63,7 +63,7 @@ def test_real_sleap_session_triangulates_with_camera_names_from_files(sh, shared
     d = shared_data / MOUSE
     files = " ".join(str(d / f"minimal_{c}_proofread.analysis.h5") for c in ("back", "mid", "top"))
     proc = sh(f"cortexkit fit-avatar triangulate --calibration {d}/calibration.toml --units mm {files} "
-              "-o points.csv", cwd=tmp_path)
+              "| cortexkit convert - points.csv", cwd=tmp_path)  # the man page's pipeline
     assert proc.returncode == 0, proc.stderr
     import csv
 
