@@ -107,9 +107,9 @@ def check_target(target: str | os.PathLike | None, what: str = "-o") -> None:
         raise CortexError(f"{text}: links to a folder, expected a file path")
     folder = real.parent
     if not folder.exists():
-        raise CortexError(f"{text}: folder {folder} does not exist")
+        raise CortexError(f"{text}: cannot write, folder {folder} does not exist")
     if not folder.is_dir():
-        raise CortexError(f"{text}: {folder} is not a folder")
+        raise CortexError(f"{text}: cannot write, {folder} is not a folder")
     try:
         fd, probe = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
