@@ -33,7 +33,7 @@ from .io import BUILTIN_CONSTRAINTS  # noqa: E402,F401
 MAX_CELLS = 256
 META_KEYS = ("dpfair.model", "dpfair.encoder", "dpfair.constraints", "dpfair.ledger")
 
-Columns = dict  # column name -> list of cell strings (n,)
+from .io import Columns, as_columns  # noqa: E402  column name -> (n,) cell strings
 Warn = Callable[[str], None]
 
 
@@ -51,6 +51,7 @@ class TrainConfig:
     label: str
     sensitive: Sequence[str] = ()
     drop: Sequence[str] = ()
+    categorical: Sequence[str] = ()     # numerically coded columns to one-hot encode
     constraint: str = "demographic-parity"
     constraint_spec: Any = None
     gamma: float = 0.05
@@ -187,7 +188,9 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
     table: column -> (n,) cell strings. Encodes the features, builds the constraint partition and
     its (n,) cells, and fixes (sigma, laplace_b, q, T) within (epsilon, delta).
     """
+    table = as_columns(table)
     label, sens, dropped = config.label, list(config.sensitive), list(config.drop)
+    need_columns(table, list(config.categorical), "--categorical", source)
     need_columns(table, [label], "label", source)
     need_columns(table, sens, "sensitive", source)
     need_columns(table, dropped, "--drop", source)
@@ -199,7 +202,8 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
     features = [c for c in table if c != label and c not in sens and c not in dropped]
     if not features:
         raise CortexError(f"{source}: no feature columns left after label, sensitive and --drop")
-    encoder = tab.TableEncoder.fit(table, features, standardize=config.standardize)
+    encoder = tab.TableEncoder.fit(table, features, standardize=config.standardize,
+                                   categorical=set(config.categorical) | table.categorical)
     rc = _constraints(table, config, classes, features, warn)
     if rc is not None and rc.partition.n_cells > MAX_CELLS:
         sizes = ", ".join(f"{a}: {len(l)}" for a, l in zip(rc.partition.attributes, rc.partition.levels))
@@ -244,6 +248,7 @@ def train(table: Columns, config: TrainConfig, plan_: Plan | None = None, *, see
     (``torch.manual_seed``), as the command line seeds it. ``log``: a line every 25 steps with the
     dual and training accuracy (for the user's eyes only, never stored).
     """
+    table = as_columns(table)
     p = plan_ if plan_ is not None else plan(table, config, warn=warn)
     x, warnings = p.encoder.transform(table)
     for w in warnings:
@@ -333,7 +338,7 @@ class Model:
 
     def logits(self, table: Columns, warn: Warn = _no_warn) -> torch.Tensor:
         """(rows, classes) logits of the table's rows."""
-        x, warnings = self.encoder.transform(table)
+        x, warnings = self.encoder.transform(as_columns(table))
         for w in warnings:
             warn(w)
         with torch.no_grad():
@@ -348,6 +353,7 @@ def predict(model: Model, table: Columns, warn: Warn = _no_warn) -> tuple[torch.
 
 def evaluate(model: Model, table: Columns, source: str = "<table>", warn: Warn = _no_warn) -> dict:
     """Metrics of a model on a labelled table (sensitive columns needed for gaps and constraints)."""
+    table = as_columns(table)
     label = model.info["label"]
     sens = list(model.info.get("sensitive") or [])
     need_columns(table, [label], "label", source)
@@ -461,6 +467,7 @@ def sweep(table: Columns, test: Columns, config: TrainConfig, gammas: Sequence[f
     """Train over a gamma grid at a fixed epsilon -> Pareto report (error vs gap on ``test``)."""
     if config.constraint == "none":
         raise CortexError("sweep varies gamma: give a constraint, not none")
+    table, test = as_columns(table), as_columns(test)
     configs = [_with_gamma(config, g) for g in gammas]
     plans = [plan(table, c, source=source, warn=warn) for c in configs]   # all checks first
     rows = []
