@@ -192,6 +192,8 @@ train_options = _options(
                       "from the gradient's batch as in the paper (epsilon then not a proven bound)."),
     click.option("--non-private", is_flag=True,
                  help="sigma 0, no Laplace noise, no clipping: non-private SGDA (epsilon infinite)."),
+    click.option("--allow-small-groups", is_flag=True,
+                 help="Train although a group's expected batch count is below its Laplace noise."),
 )
 
 
@@ -246,7 +248,8 @@ def _model_and_table(run, model: str, table: str, iterate: str, categorical: str
 
 # left out of --help (shown by --help-all and the man page): the paper's hyperparameters
 ADVANCED_TRAIN = ("positive_label", "max_steps", "laplace_b", "batch_size", "clip", "lr_dual", "dual_update",
-                  "dual_momentum", "dual_max", "temperature", "hidden", "no_standardize", "histogram_batch")
+                  "dual_momentum", "dual_max", "temperature", "hidden", "no_standardize", "histogram_batch",
+                  "allow_small_groups")
 
 
 @verb(group, "train", output="artifact", torch_options=True, advanced=ADVANCED_TRAIN)
@@ -261,8 +264,9 @@ def train(run, table, **options):
     config = _train_config(**options)
     plan = dpfair.plan(data, config, source=_source(table), warn=run.warn)
     led = plan.ledger
+    histogram = "no histogram" if led.laplace_b is None else f"laplace-b {led.laplace_b:g}"
     run.info(f"privacy: epsilon {led.epsilon_spent:.4g} (delta {led.delta:g}) over {led.steps} steps, sigma "
-             f"{led.sigma:.4g}, laplace-b {led.laplace_b}, q {led.sampling_rate:.4g}")
+             f"{led.sigma:.4g}, {histogram}, q {led.sampling_rate:.4g}")
     fitted = dpfair.train(data, config, plan, seed=run.seed or 0, device=run.device, progress=run.progress,
                           warn=run.warn, log=run.detail if run.verbose else None)
     run.write_artifact(fitted.tensors, KIND_MODEL, metadata=fitted.metadata, version=str(MODEL_VERSION))
@@ -331,7 +335,7 @@ def account(run, **options):
     """Epsilon of (sigma, b, q, T, delta), or the largest T / smallest sigma within a budget. No data."""
     from cortexkit.tools import dpfair
 
-    run.write_report(dpfair.account(dpfair.AccountConfig(**options)))
+    run.write_report(dpfair.account(dpfair.AccountConfig(**options), run.warn))
 
 
 @verb(group, "sweep", output="report", torch_options=True, advanced=ADVANCED_TRAIN)
