@@ -44,6 +44,19 @@ LAPLACE CONVENTION: --laplace-b is the inverse scale; each cell gets
 Laplace(0, 1/b) noise, so b is the pure epsilon of one un-subsampled histogram. Given --epsilon and
 --delta, train calibrates the number of steps (or sigma when --steps is given) and refuses to run past
 the budget; the model stores the ledger (sigma, b, q, T, delta, epsilon spent, accountant).
+The budget asked is the budget spent: when the step search stops at --max-steps first, sigma is
+lowered to spend epsilon (to within 2 %) in those steps; with an explicit --sigma, or in account, a
+warning says why less was spent and which sigma would spend it.
+
+Refused before training: a label value with fewer than 10 rows (a stray value), --gamma below 0, a
+constraint set that no classifier meets on the training data (a linear program over per-cell
+prediction rates proves it), and a group whose expected batch count is below the std of its
+Laplace noise (its rates would be noise; --allow-small-groups trains anyway).
+
+Defaults and what they were tuned on: sigma 10, laplace-b 0.03, batch 4096, clip 3, lr 0.5,
+lr-dual 0.3, temperature 8 are the paper's Adult settings, checked on Adult (33,916 training rows)
+by benchmarks/dp_fairness_train/tune.py; COMPAS and Parkinsons runs in benchmarks/RESULTS.md use
+their own settings. They are not yet chosen from the data size and budget.
 
 Not covered by the guarantee: the encoding statistics (category sets, means and standard deviations
 of numeric columns) and the group and label sets are computed from the training table without noise,
