@@ -377,7 +377,7 @@ def track(template: Template, shape: Shape, obs: Observations, points3d: np.ndar
         idx = torch.arange(start, stop)
         if start > 0:  # warm start: frames not fitted yet begin at the last fitted frame's pose
             fresh = idx[idx >= done_until]
-            out_rot[fresh] = out_rot[done_until - 1]
+            out_rot[fresh] = out_rot[done_until - 1].clone()
         log_scale = torch.log(shape.scale)
         params = Params(out_rot[idx].clone(), out_grot[idx].clone(), torch.zeros(len(idx), 3),
                         log_scale * 0, torch.log(shape.bone_scales), shape.offsets / length,

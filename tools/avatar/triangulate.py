@@ -129,7 +129,7 @@ def triangulate(cams: Cameras, pixels: np.ndarray, confidence: np.ndarray | None
     thr = config.threshold
     # 1. weighted DLT over all views, dropping the worst view while it is off by more than thr
     mask = seen.copy()
-    for _ in range(C - 2):
+    for _ in range(max(1, C - 2)):  # at least one pass (2 cameras: plain DLT)
         ok = mask.sum(0) >= 2
         points = np.full((N, 3), np.nan)
         points[ok] = dlt(P, xy[:, ok], conf[:, ok] * mask[:, ok])
