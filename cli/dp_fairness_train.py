@@ -45,6 +45,19 @@ LAPLACE CONVENTION: --laplace-b is the inverse scale; each cell gets
 Laplace(0, 1/b) noise, so b is the pure epsilon of one un-subsampled histogram. Given --epsilon and
 --delta, train calibrates the number of steps (or sigma when --steps is given) and refuses to run past
 the budget; the model stores the ledger (sigma, b, q, T, delta, epsilon spent, accountant).
+The budget asked is the budget spent: when the step search stops at --max-steps first, sigma is
+lowered to spend epsilon (to within 2 %) in those steps; with an explicit --sigma, or in account, a
+warning says why less was spent and which sigma would spend it.
+
+Refused before training: a label value with fewer than 10 rows (a stray value), --gamma below 0, a
+constraint set that no classifier meets on the training data (a linear program over per-cell
+prediction rates proves it), and a group whose expected batch count is below the std of its
+Laplace noise (its rates would be noise; --allow-small-groups trains anyway).
+
+Defaults and what they were tuned on: sigma 10, laplace-b 0.03, batch 4096, clip 3, lr 0.5,
+lr-dual 0.3, temperature 8 are the paper's Adult settings, checked on Adult (33,916 training rows)
+by benchmarks/dp_fairness_train/tune.py; COMPAS and Parkinsons runs in benchmarks/RESULTS.md use
+their own settings. They are not yet chosen from the data size and budget.
 
 Not covered by the guarantee: the encoding statistics (category sets, means and standard deviations
 of numeric columns) and the group and label sets are computed from the training table without noise,
@@ -107,9 +120,12 @@ A custom constraint (YAML): the positive rate of women at least 0.2:
         terms: [{where: {sex: Female}, class: "Yes", weight: -1.0}]
 """,
     "FILES": """
-- TABLE (CSV with a header) :: one record per row. Numeric columns are z-scored, other columns one-hot
-encoded (levels seen in training; unseen levels encode as zeros with a warning). The label and the
-sensitive columns are not features. Missing values (empty, ?, NA, NaN, null) are refused.
+- TABLE (CSV with a header, NPY/NPZ, or a table artifact such as convert writes; - for stdin) :: one
+record per row, read by the one table reader of cortexkit. Numeric columns are z-scored, other columns
+(text, categorical columns of a table artifact, and those named in --categorical, e.g. EDUCATION
+coded 1..6) one-hot encoded (levels seen in training; unseen levels encode as zeros with a warning).
+The label and the sensitive columns are not features. Missing values (empty, ?, NA, NaN, null) are
+refused; a numeric column with a stray text cell is an error naming line and column.
 - dpfair-model artifact (kind dpfair-model, version 1) :: tensors last.NAME and average.NAME (float32):
 the parameters of the last and of the uniformly averaged iterate (NAME as in torch, e.g. 0.weight
 (classes, features) and 0.bias (classes,) for logistic regression; 0.weight, 0.bias, 2.weight, ...
@@ -153,6 +169,8 @@ data_options = _options(
     click.option("--sensitive", default="", metavar="COL[,COL]",
                  help="Sensitive column(s); groups are the product of their values. Not used as features."),
     click.option("--drop", default="", metavar="COL[,COL]", help="Columns that are not features."),
+    click.option("--categorical", default="", metavar="COL[,COL]",
+                 help="Numerically coded columns that are categories (one-hot, not z-scored)."),
 )
 
 train_options = _options(
@@ -196,6 +214,8 @@ train_options = _options(
                       "from the gradient's batch as in the paper (epsilon then not a proven bound)."),
     click.option("--non-private", is_flag=True,
                  help="sigma 0, no Laplace noise, no clipping: non-private SGDA (epsilon infinite)."),
+    click.option("--allow-small-groups", is_flag=True,
+                 help="Train although a group's expected batch count is below its Laplace noise."),
 )
 
 
@@ -210,19 +230,21 @@ def _source(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
-def _read_table(source: str) -> dict[str, list[str]]:
+def _read_table(source: str, categorical: str = ""):
+    """Column name -> cell strings of a CSV, NPY/NPZ or table artifact (formats.table.read_table)."""
     from cortexkit.tools.dpfair.io import read_columns
 
-    return read_columns(source)
+    return read_columns(source, _split_names(categorical))
 
 
-def _train_config(label, sensitive, drop, constraint, model_kind, hidden, no_standardize, **options):
+def _train_config(label, sensitive, drop, categorical, constraint, model_kind, hidden, no_standardize, **options):
     """The typed TrainConfig of the train options (the constraint file read here)."""
     from cortexkit.tools.dpfair import TrainConfig
     from cortexkit.tools.dpfair.io import read_constraint_spec
 
     return TrainConfig(label=label, sensitive=_split_names(sensitive), drop=_split_names(drop),
-                       constraint=constraint, constraint_spec=read_constraint_spec(constraint),
+                       categorical=_split_names(categorical), constraint=constraint,
+                       constraint_spec=read_constraint_spec(constraint),
                        model_kind=model_kind, standardize=not no_standardize,
                        hidden=[int(h) for h in _split_names(hidden)] if model_kind == "mlp" else [], **options)
 
@@ -234,13 +256,13 @@ def _check_stdin(*sources: str) -> None:
         raise CortexError("only one input can come from stdin ('-')")
 
 
-def _model_and_table(run, model: str, table: str, iterate: str):
+def _model_and_table(run, model: str, table: str, iterate: str, categorical: str = ""):
     """(loaded model, table columns) for predict and evaluate; at most one of them from stdin."""
     from cortexkit.tools import dpfair
 
     _check_stdin(model, table)
     artifact = run.read_artifact(model, kind=KIND_MODEL, max_version=MODEL_VERSION)
-    return dpfair.Model.from_artifact(artifact, iterate), _read_table(table)
+    return dpfair.Model.from_artifact(artifact, iterate), _read_table(table, categorical)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,23 +270,25 @@ def _model_and_table(run, model: str, table: str, iterate: str):
 
 # left out of --help (shown by --help-all and the man page): the paper's hyperparameters
 ADVANCED_TRAIN = ("positive_label", "max_steps", "laplace_b", "batch_size", "clip", "lr_dual", "dual_update",
-                  "dual_momentum", "dual_max", "temperature", "hidden", "no_standardize", "histogram_batch")
+                  "dual_momentum", "dual_max", "temperature", "hidden", "no_standardize", "histogram_batch",
+                  "allow_small_groups")
 
 
 @verb(group, "train", output="artifact", torch_options=True, advanced=ADVANCED_TRAIN)
-@click.argument("table", metavar="TABLE.csv|-")
+@click.argument("table", metavar="TABLE|-")
 @data_options
 @train_options
 def train(run, table, **options):
     """Train a classifier with RaCO-DP (or DP-SGD with --constraint none) -> dpfair-model."""
     from cortexkit.tools import dpfair
 
-    data = _read_table(table)
+    data = _read_table(table, options["categorical"])
     config = _train_config(**options)
     plan = dpfair.plan(data, config, source=_source(table), warn=run.warn)
     led = plan.ledger
+    histogram = "no histogram" if led.laplace_b is None else f"laplace-b {led.laplace_b:g}"
     run.info(f"privacy: epsilon {led.epsilon_spent:.4g} (delta {led.delta:g}) over {led.steps} steps, sigma "
-             f"{led.sigma:.4g}, laplace-b {led.laplace_b}, q {led.sampling_rate:.4g}")
+             f"{led.sigma:.4g}, {histogram}, q {led.sampling_rate:.4g}")
     fitted = dpfair.train(data, config, plan, seed=run.seed or 0, device=run.device, progress=run.progress,
                           warn=run.warn, log=run.detail if run.verbose else None)
     run.write_artifact(fitted.tensors, KIND_MODEL, metadata=fitted.metadata, version=str(MODEL_VERSION))
@@ -273,17 +297,21 @@ def train(run, table, **options):
 iterate_option = click.option(
     "--iterate", type=click.Choice(["last", "average"]), default="average", show_default=True,
     help="Which parameters: the last iterate or the average of all iterates.")
+categorical_option = click.option(
+    "--categorical", default="", metavar="COL[,COL]",
+    help="Numerically coded columns to read as categories (as given to train).")
 
 
 @verb(group, "predict", output="artifact", torch_options=True)
 @click.argument("model", metavar="MODEL|-")
-@click.argument("table", metavar="TABLE.csv|-")
+@click.argument("table", metavar="TABLE|-")
 @iterate_option
-def predict(run, model, table, iterate):
+@categorical_option
+def predict(run, model, table, iterate, categorical):
     """Predict labels and class probabilities (no sensitive column needed) -> dpfair-predictions or CSV."""
     from cortexkit.tools import dpfair
 
-    loaded, data = _model_and_table(run, model, table, iterate)
+    loaded, data = _model_and_table(run, model, table, iterate, categorical)
     labels, probs = dpfair.predict(loaded, data, run.warn)
     if str(run.output).lower().endswith(".csv"):
         import numpy as np
@@ -301,13 +329,14 @@ def predict(run, model, table, iterate):
 
 @verb(group, "evaluate", output="report", torch_options=True)
 @click.argument("model", metavar="MODEL|-")
-@click.argument("table", metavar="TABLE.csv|-")
+@click.argument("table", metavar="TABLE|-")
 @iterate_option
-def evaluate(run, model, table, iterate):
+@categorical_option
+def evaluate(run, model, table, iterate, categorical):
     """Accuracy, fairness gaps, constraint violations and epsilon spent, as YAML."""
     from cortexkit.tools import dpfair
 
-    loaded, data = _model_and_table(run, model, table, iterate)
+    loaded, data = _model_and_table(run, model, table, iterate, categorical)
     report = dpfair.evaluate(loaded, data, _source(table), run.warn)
     run.write_report({"model": model, "table": table, "iterate": iterate, **report})
 
@@ -328,11 +357,11 @@ def account(run, **options):
     """Epsilon of (sigma, b, q, T, delta), or the largest T / smallest sigma within a budget. No data."""
     from cortexkit.tools import dpfair
 
-    run.write_report(dpfair.account(dpfair.AccountConfig(**options)))
+    run.write_report(dpfair.account(dpfair.AccountConfig(**options), run.warn))
 
 
 @verb(group, "sweep", output="report", torch_options=True, advanced=ADVANCED_TRAIN)
-@click.argument("table", metavar="TABLE.csv|-")
+@click.argument("table", metavar="TABLE|-")
 @click.option("--test", "test_table", required=True, metavar="TEST.csv", help="Held-out table for the Pareto front.")
 @click.option("--gammas", default="0.01,0.02,0.05,0.1,0.15,0.2", show_default=True, metavar="G[,G]",
               help="The gamma grid.")
@@ -352,7 +381,7 @@ def sweep(run, table, test_table, gammas, seeds, iterate, plot, **options):
         raise CortexError("sweep varies gamma: give a constraint, not none")
     if plot is not None:
         require_matplotlib()
-    data, test = _read_table(table), _read_table(test_table)
+    data, test = _read_table(table, options["categorical"]), _read_table(test_table, options["categorical"])
     report = dpfair.sweep(data, test, _train_config(**options), grid, seeds=seeds, iterate=iterate,
                           seed=run.seed or 0, source=_source(table), test_source=test_table, device=run.device,
                           progress=run.progress, warn=run.warn, info=run.info)
