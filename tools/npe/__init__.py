@@ -8,12 +8,18 @@ The whole method from Python (what ``cortexkit simulate-npe`` does, see :mod:`.a
     sims = npe.simulate(spec, prior.sample(100, generator), npe.SimulateConfig(seed=2), prior)
     result = npe.train(npe.MethodConfig(method="npe", seed=4), npe.TrainInputs(prior, hf=(theta, x)))
 """
-from . import io
-from .api import (METHODS, SEQUENTIAL, EvaluateConfig, MethodConfig, PartialFailure, SimulateConfig, Simulations,
-                  TrainInputs, TrainResult, check_evaluate_needs, draw_parameters, evaluate, evaluate_config,
-                  load_train_inputs, merge, parse_shard, sample, score, simulate, simulator_spec, train)
+# Lazy: the cli imports tools.npe.schema at start-up, which must not import torch (--help stays fast).
+_API = ("METHODS", "SEQUENTIAL", "EvaluateConfig", "MethodConfig", "PartialFailure", "SimulateConfig", "Simulations",
+        "TrainInputs", "TrainResult", "check_evaluate_needs", "draw_parameters", "evaluate", "evaluate_config",
+        "load_train_inputs", "merge", "parse_shard", "sample", "score", "simulate", "simulator_spec", "train")
+__all__ = ["io", *_API]
 
-__all__ = ["io", "METHODS", "SEQUENTIAL", "EvaluateConfig", "MethodConfig", "PartialFailure", "SimulateConfig",
-           "Simulations", "TrainInputs", "TrainResult", "check_evaluate_needs", "draw_parameters", "evaluate",
-           "evaluate_config", "load_train_inputs", "merge", "parse_shard", "sample", "score", "simulate",
-           "simulator_spec", "train"]
+
+def __getattr__(name):
+    import importlib
+
+    if name == "io":
+        return importlib.import_module(".io", __name__)
+    if name in _API:
+        return getattr(importlib.import_module(".api", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -568,10 +568,11 @@ def check_evaluate_needs(config: EvaluateConfig, samples: bool) -> None:
 
 
 def evaluate(config: EvaluateConfig, *, samples=None, reference=None, posterior: EnsemblePosterior | None = None,
-             x_o=None, sbc=None, log=SILENT) -> dict:
+             x_o=None, sbc=None, plot_to: str | None = None, log=SILENT) -> dict:
     """The report: C2ST / MMD of ``samples`` against ``reference`` (artifacts: theta (n_obs, n, d) and
     reference_posterior_samples or theta), NLTP of ``posterior`` at the true parameters of ``x_o``
-    (theta_o / theta_true), and simulation-based calibration on the simulations ``sbc``."""
+    (theta_o / theta_true), and simulation-based calibration on the simulations ``sbc``. The plot is
+    drawn into ``plot_to`` (a staged file; default ``config.plot``) and reported as ``config.plot``."""
     from . import metrics as Q
 
     report = {}
@@ -600,9 +601,9 @@ def evaluate(config: EvaluateConfig, *, samples=None, reference=None, posterior:
             k = rows[0]
             names = samples.meta_json("npe.parameter_names") or [f"theta_{j + 1}" for j in range(ours.shape[2])]
             title = f"observation {k}" + (f": RF-C2ST {per[0]['rf_c2st']:.3f}" if "rf_c2st" in per[0] else "")
-            plots.pair_plot(config.plot, ours[k], ref[k], names, title)
+            plots.pair_plot(plot_to or config.plot, ours[k], ref[k], names, title)
         else:
-            plots.sbc_plot(config.plot, ranks, config.sbc_samples, posterior.prior.names)
+            plots.sbc_plot(plot_to or config.plot, ranks, config.sbc_samples, posterior.prior.names)
         report["plot"] = str(config.plot)
     return report
 
