@@ -113,7 +113,7 @@ A-MF-TSNPE for observation 3, with the HF task simulated in the loop:
 
 Calibration without a reference posterior, with the rank histograms drawn (needs matplotlib):
 
-    cortexkit simulate-npe simulate --task sir -n 200 --seed 9 \\
+    cortexkit simulate-npe simulate --task ou -n 200 --seed 9 \\
       -o test.safetensors
     cortexkit simulate-npe evaluate --posterior post.safetensors \\
       --sbc test.safetensors --plot sbc.png
