@@ -237,12 +237,6 @@ def pop_input(kwargs: dict):
     return OrderOptions(**{k: kwargs.pop(k) for k in INPUT_KEYS})
 
 
-def load_orders(source: str, opts):
-    from cortexkit.formats.rankings import load_orders as load
-
-    return load(source, opts)
-
-
 def write_orders(run, x, names=None, extra=None):
     import numpy as np
 
@@ -253,65 +247,6 @@ def write_orders(run, x, names=None, extra=None):
     if names:
         meta["permutations.items"] = list(names)
     run.write_artifact(tensors, "permutations", metadata=meta)
-
-
-def parse_reference(spec: str, n: int):
-    """identity | borda (left to the tool) | FILE (one ordering) -> a tensor."""
-    if spec in ("identity", "borda"):
-        return None
-    import torch
-
-    from cortexkit.formats.rankings import read_reference
-
-    return torch.as_tensor(read_reference(spec, n))
-
-
-def load_model(run, source):
-    from cortexkit.tools.permutations import api
-
-    art = run.read_artifact(source, kind="permutation-model")
-    return api.model_from_tensors(art.tensors, art.metadata, art.source, run.device)
-
-
-def row_items(model, orders, source):
-    """Per-row item ids for a conditional model (None for others); checked before work."""
-    import torch
-
-    if model.vocabulary is None:
-        return None
-    if orders.items is None:
-        raise CortexError(f"{source}: the model is conditioned on item ids; give rows with items "
-                          "(a rating table, or a permutations artifact with an 'items' tensor)")
-    return torch.as_tensor(orders.items)
-
-
-def model_context(model, source, rows):
-    """The feature context of a conditional model (None for models that take none)."""
-    from cortexkit.formats.rankings import read_context
-
-    shape = model.context_shape
-    if shape is None:
-        if source is not None:
-            raise CortexError("--context: the model takes no feature context "
-                              "(fit it with --condition features --context FILE)")
-        return None
-    if source is None:
-        raise CortexError(f"the model is conditioned on feature tokens {shape}: give --context FILE")
-    ctx = read_context(source, rows)
-    if tuple(ctx.shape[1:]) != shape:
-        raise CortexError(f"{source}: context rows are {tuple(ctx.shape[1:])} (tokens, features), "
-                          f"the model takes {shape}")
-    return ctx
-
-
-def load_checked(model, source, opts, items=True):
-    """Orders of ``source`` for ``model`` (the same n) and, with ``items``, the rows' items when
-    the model needs them."""
-    orders = load_orders(source, opts)
-    n = orders.orderings.shape[1]
-    if n != model.n:
-        raise CortexError(f"{source}: holds permutations of n = {n} items, the model is for n = {model.n}")
-    return orders, row_items(model, orders, source) if items else None
 
 
 def nfe_options(func):
@@ -372,13 +307,13 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
         context_hidden, smoothing, epochs, batch_size, lr, weight_decay, val_fraction, patience, val_nfe,
         d_model, layers, heads, ff, dropout, **kwargs):
     """Fit a model to permutations (DATA -> permutation-model artifact)."""
-    from cortexkit.tools.permutations import api
+    from cortexkit.tools.permutations import api, io
 
     config = api.FitConfig(kind, representation, reference, condition, head, context_encoder, context_hidden,
                            smoothing, api.TrainConfig(epochs, batch_size, lr, weight_decay, val_fraction,
                                                         patience, val_nfe),
                            d_model, layers, heads, ff, dropout, has_context_file=context_file is not None)
-    orders = load_orders(data, pop_input(kwargs))
+    orders = io.load_orders(data, pop_input(kwargs))
     if condition == "items" and orders.items is None:
         raise CortexError(f"{data}: --condition items needs per-row item ids (a rating table or a "
                           "permutations artifact with an 'items' tensor)")
@@ -386,11 +321,9 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
         run.info(note)
     context = None
     if condition == "features":
-        from cortexkit.formats.rankings import read_context
-
-        context = read_context(context_file, len(orders.orderings))
+        context = io.read_context(context_file, len(orders.orderings))
     fitted = api.fit(config, orders.orderings,
-                     reference=parse_reference(reference, orders.orderings.shape[1]), items=orders.items,
+                     reference=io.parse_reference(reference, orders.orderings.shape[1]), items=orders.items,
                      context=context, context_name=context_file, seed=run.seed, device=run.device,
                      info=run.info, detail=run.detail, warn=run.warn,
                      progress=lambda it: run.progress(it, desc="epochs"))
@@ -425,17 +358,18 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
 def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, items_file, context_file,
            batch_size, **kwargs):
     """Draw permutations from a model, or decode its most likely ones (MODEL -> permutations)."""
-    from cortexkit.tools.permutations import api
+    from cortexkit.tools.permutations import api, io
 
     config = api.SampleConfig(num, nfe, partition, strategy, beam_width, api.parse_given(given), batch_size)
-    model = load_model(run, model_file)
+    model = io.load_model(model_file, run.device)
     opts = pop_input(kwargs)
     api.check_sample(model, config, items_file is not None)
-    items = None if items_file is None else load_checked(model, items_file, opts)[1]
-    context = model_context(model, context_file, None)
+    items = None if items_file is None else io.load_rows(model, items_file, opts)[1]
+    context = io.model_context(model, context_file, None)
     out = api.sample(model, config, items=items, context=context, seed=run.seed)
     if out.message:
         run.info(out.message)
+    run.detail(out.throughput())
     write_orders(run, out.orderings.numpy(), model.item_names, out.extra)
 
 
@@ -451,15 +385,15 @@ def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, it
 @input_options
 def score(run, model_file, data, nfe, partition, scores_path, context_file, **kwargs):
     """Exact log-likelihood of permutations under a model's sampler (YAML summary)."""
-    from cortexkit.tools.permutations import api
+    from cortexkit.tools.permutations import api, io
 
     opts = pop_input(kwargs)
-    model = load_model(run, model_file)
+    model = io.load_model(model_file, run.device)
     api.check_nfe(nfe, model, single=True)
     if model.context_shape is not None and context_file is None:
-        model_context(model, None, None)  # the error, before reading the data
-    orders, items = load_checked(model, data, opts)
-    context = model_context(model, context_file, len(orders.orderings))
+        io.model_context(model, None, None)  # the error, before reading the data
+    orders, items = io.load_rows(model, data, opts)
+    context = io.model_context(model, context_file, len(orders.orderings))
     lp, report = api.score(model, orders.orderings, nfe=nfe, partition=partition, items=items,
                            context=context, seed=run.seed)
     if scores_path:
@@ -474,10 +408,10 @@ def score(run, model_file, data, nfe, partition, scores_path, context_file, **kw
 @input_options
 def encode(run, data, representation, reference, **kwargs):
     """Permutations -> digit codes (permutation-codes artifact)."""
-    from cortexkit.tools.permutations import api
+    from cortexkit.tools.permutations import api, io
 
-    orders = load_orders(data, pop_input(kwargs))
-    ref = parse_reference(reference, orders.orderings.shape[1])
+    orders = io.load_orders(data, pop_input(kwargs))
+    ref = io.parse_reference(reference, orders.orderings.shape[1])
     tensors = api.encode(orders.orderings, representation, reference if ref is None else ref)
     run.write_artifact(tensors, "permutation-codes", metadata={"permutations.representation": representation})
 
@@ -490,17 +424,16 @@ def encode(run, data, representation, reference, **kwargs):
               help="Reference of a text input (artifacts carry their own).")
 def decode(run, data, representation, reference):
     """Digit codes -> permutations (permutations artifact)."""
-    from cortexkit.formats.rankings import check_orderings, load_codes
+    from cortexkit.formats.rankings import load_codes
     from cortexkit.formats.stdio import display_name
-    from cortexkit.tools.permutations import api
+    from cortexkit.tools.permutations import api, io
 
     codes = load_codes(data, representation)
     n = codes.codes.shape[1]
-    ref = codes.reference if codes.reference is not None else parse_reference(reference or "identity", n)
-    ref = api.reference_order(reference or "identity" if ref is None else ref, None, n)
+    spec = reference or "identity"
+    ref = codes.reference if codes.reference is not None else io.parse_reference(spec, n)
+    ref = api.reference_order(spec if ref is None else ref, None, n)
     x = api.decode(codes.codes, codes.representation, ref, display_name(data))
-    if codes.representation == "inline":
-        check_orderings(x.numpy(), display_name(data))
     write_orders(run, x.numpy())
 
 
@@ -519,18 +452,18 @@ def decode(run, data, representation, reference):
 @input_options
 def evaluate(run, model_file, data, nfe, partition, samples, train_file, context_file, **kwargs):
     """Held-out NLL, validity, uniqueness, novelty and Kendall statistics (YAML report)."""
-    from cortexkit.tools.permutations import api
+    from cortexkit.tools.permutations import api, io
 
     opts = pop_input(kwargs)
-    model = load_model(run, model_file)
+    model = io.load_model(model_file, run.device)
     api.check_nfe(nfe, model)
-    orders = load_checked(model, data, opts, items=False)[0]
+    orders = io.load_rows(model, data, opts, items=False)[0]
     train = None
     if train_file:
         train_opts = api.replace(opts, split="train" if opts.split == "test" else opts.split)
-        train = load_checked(model, train_file, train_opts, items=False)[0].orderings
-    items = row_items(model, orders, data)
-    context = model_context(model, context_file, len(orders.orderings))
+        train = io.load_rows(model, train_file, train_opts, items=False)[0].orderings
+    items = io.row_items(model, orders, data)
+    context = io.model_context(model, context_file, len(orders.orderings))
     report = api.evaluate(model, orders.orderings, api.EvaluateConfig(nfe, partition, samples), items=items,
                           context=context, train=train, seed=run.seed, detail=run.detail)
     run.write_report(report)

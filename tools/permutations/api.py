@@ -17,6 +17,7 @@ can fix are :class:`~cortexkit.formats.errors.CortexError` with one line.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field, replace  # noqa: F401 - replace: for callers
 from typing import Callable
 
@@ -276,6 +277,17 @@ class Sampled:
     orderings: torch.Tensor
     extra: dict = field(default_factory=dict)
     message: str | None = None
+    seconds: float = 0.0  # wall time of the sampling or search, decoding included
+    rows: int = 0  # searches: rows searched (one beam search each)
+
+    def throughput(self) -> str:
+        """One line: permutations (or searched rows) per second and time per digit."""
+        count, n = self.orderings.shape
+        what = "permutations" if not self.rows else "rows searched"
+        done = count if not self.rows else self.rows
+        rate = done / self.seconds if self.seconds > 0 else float("inf")
+        per_digit = self.seconds / max(1, done * n) * 1e6
+        return f"{done} {what} in {self.seconds:.3f} s: {rate:,.0f}/s, {per_digit:.2f} us per digit"
 
 
 def check_nfe(nfe: str | int | None, model: M.PermutationModel, single: bool = False) -> list[int | None]:
@@ -316,22 +328,24 @@ def sample(model: M.PermutationModel, config: SampleConfig, *, items: torch.Tens
             context = context.repeat_interleave(num, 0)
             num = len(context)
     g = generator(seed)
+    began = time.perf_counter()
     if config.strategy == "sample":
         x = model.sample(num, nfe=config.nfe, partition=config.partition, given=given, generator=g,
                          batch_size=config.batch_size, items=items, context=context)
-        return Sampled(x, {} if items is None else {"items": items})
+        return Sampled(x, {} if items is None else {"items": items}, seconds=time.perf_counter() - began)
     # the same seed draws the same random partition as score, so the likelihoods agree
     x, log_likelihood = model.best(beam_width=config.beam_width, keep=num, nfe=config.nfe,
                                    partition=config.partition, given=given, generator=g,
                                    items=items, context=context,
                                    batch_size=min(config.batch_size, 4096))
+    seconds = time.perf_counter() - began
     extra = {"log_likelihood": log_likelihood.double()}
     if items is not None:
         extra["items"] = items.repeat_interleave(num, 0)
     message = (f"{config.strategy} search: best log-likelihood {float(log_likelihood.max()):.4f}"
                + ("" if items is None and context is None else
                   f" (mean over rows of the best {float(log_likelihood.view(-1, num)[:, 0].mean()):.4f})"))
-    return Sampled(x, extra, message)
+    return Sampled(x, extra, message, seconds, rows=len(x) // num)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -436,4 +450,9 @@ def decode(code: torch.Tensor, representation: str, reference: torch.Tensor,
         i = int(((code[r] < 0) | (code[r] >= sizes)).nonzero()[0, 0])
         raise CortexError(f"{source}: row {r + 1} digit {i} = {int(code[r, i])} is outside its "
                           f"{representation} range [0, {int(sizes[i]) - 1}]")
-    return R.decode(code, representation, reference)
+    x = R.decode(code, representation, reference)
+    if representation == "inline":  # inline digits need not make a permutation
+        from cortexkit.formats.rankings import check_orderings
+
+        check_orderings(x.numpy(), source)
+    return x
