@@ -20,6 +20,8 @@ COMMANDS = {
     "simulate-npe": "cortexkit.cli.simulate_npe:group",
     "dp-fairness-train": "cortexkit.cli.dp_fairness_train:group",
     "sample-permutations": "cortexkit.cli.sample_permutations:group",
+    "train-pcn": "cortexkit.cli.train_pcn:group",
+    "tokenize-eeg": "cortexkit.cli.tokenize_eeg:group",
 }
 
 

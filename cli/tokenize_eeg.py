@@ -1,0 +1,481 @@
+"""cortexkit tokenize-eeg: CodeBrain's TFDual tokenizer, EEG recordings -> (temporal, frequency) tokens."""
+
+from __future__ import annotations
+
+import click
+
+from cortexkit.cli.base import tool_group, verb
+
+KIND_TOKENIZER = "eeg-tokenizer"
+KIND_TOKENS = "eeg-tokens"
+KIND_SIGNAL = "eeg-signal"
+VERSION = 1
+
+group = tool_group(
+    "tokenize-eeg",
+    help="CodeBrain TFDual tokenizer (ICLR 2026): EEG recordings -> paired temporal/frequency "
+         "tokens, with training, decoding, evaluation and per-window features.",
+)
+
+MAN = {
+    "DESCRIPTION": """
+Turn EEG recordings into pairs of discrete tokens, one temporal and one frequency token per channel
+and 1-s patch, with the TFDual tokenizer of CodeBrain (Ma et al., ICLR 2026). A LaBraM-style
+encoder (patch stem of temporal convolutions plus, by default, a linear map of each patch's |rfft|;
+channel and time embeddings; a pre-LN transformer, 12 layers of width 200 with 10 heads by default)
+gives one feature per patch in channel-major order. Two heads (Linear-Tanh-Linear to 32 dims) feed
+two codebooks of unit-norm codewords (4096 x 32 by default): the nearest codeword by cosine is the
+token, straight-through gradients and a commitment loss (beta 1) train the encoder, and each codebook
+follows its inputs by an EMA (decay 0.99) in training only; a code nobody picked keeps its vector.
+The joint token (token_t, token_f) lives in a 4096^2 space.
+
+Training adds two 3-layer transformer decoders: the temporal one reconstructs the raw patch, the
+frequency one the amplitude and phase of the 200-point FFT of each patch, both standardised per
+window over (channel, patch, bin) with the unbiased std; and NT-Xent (tau 0.1) between the encoder
+features of the two halves of each window. All weights are 1; AdamW with linear warmup and a cosine
+schedule. Encoding is one encoder pass, deterministic.
+
+Input convention (stored in the tokenizer and applied the same way at encode time): the 19 channels
+of the 10-20 system picked by name in the order FP1 FP2 F3 F4 C3 C4 P3 P4 O1 O2 F7 F8 T3 T4 T5 T6
+FZ CZ PZ (T7=T3, T8=T4, P7=T5, P8=T6; case, trailing dots, "EEG " prefixes and -REF/-LE suffixes
+ignored), or another montage with --channels; MNE band-pass 0.3-75 Hz with the upper edge clamped to
+0.45 x the file's rate, a notch at --mains, MNE resampling to 200 Hz; microvolts from the file's units,
+divided by 100; windows of --patches patches of 200 samples (30 s) every --stride seconds. The share
+of windows with |x| >= 100 uV (outside the paper's pretraining data) is reported.
+
+Recordings: every format MNE reads (EDF/EDF+, BDF, GDF, FIF, BrainVision .vhdr, EEGLAB .set;
+pip install 'cortexkit[eeg]'), and safetensors/NPY arrays (channels, samples) with --sfreq and
+--channel-names (--units, default uV). Many files per call; encode, evaluate and features stream one
+recording and one batch of windows at a time. train holds the training windows in memory.
+
+On small data, 4096-code books collapse (most codes never used): use --codebook-size 256..1024 with
+--kmeans-init and --dead-code-threshold 1 (both off by default, as in the paper).
+
+Verbs: train (recordings -> eeg-tokenizer), encode (tokenizer + recordings -> eeg-tokens), decode
+(tokenizer + tokens -> eeg-signal), evaluate (tokenizer + recordings -> YAML: reconstruction and
+codebook health), features (tokenizer + recordings or tokens -> table of per-window token histograms
+and mean quantized vectors, with source, window_start and label columns).
+""",
+    "EXAMPLES": """
+Train a small tokenizer on a few runs, then tokenize another run:
+
+    cortexkit tokenize-eeg train S001R0[3-9].edf --preset small --codebook-size 1024 \\
+        --kmeans-init --dead-code-threshold 1 --epochs 10 -o tok.safetensors
+    cortexkit tokenize-eeg encode tok.safetensors S001R11.edf -o tokens.safetensors
+    cortexkit inspect tokens.safetensors
+
+Reconstruct from tokens, and report reconstruction and codebook health on held-out runs:
+
+    cortexkit tokenize-eeg decode tok.safetensors tokens.safetensors -o signal.safetensors
+    cortexkit tokenize-eeg evaluate tok.safetensors S001R1[1-4].edf
+
+Per-window features with the annotation label, straight into a classifier or a CSV:
+
+    cortexkit tokenize-eeg encode tok.safetensors S001R*.edf --stride 4 \\
+        | cortexkit tokenize-eeg features tok.safetensors - | cortexkit convert - features.csv
+
+An array recording (channels x samples, microvolts) with its own montage:
+
+    cortexkit tokenize-eeg train rec.npy --sfreq 250 --channel-names C3,CZ,C4 --channels C3,CZ,C4 \\
+        --preset tiny --patches 4 -o tok.safetensors
+""",
+    "FILES": """
+- RECORDING :: an EEG file MNE reads (data in volts from the file's physical units; EDF units other
+than uV/mV/V need --units), or a safetensors (tensor 'data') / NPY array (channels, samples).
+- eeg-tokenizer artifact (kind eeg-tokenizer, version 1) :: every parameter and buffer of the model
+by its torch name (float32): encoder.*, head_t.*, head_f.*, decoder_t.*, decoder_f.*, and per
+codebook quantize_t/quantize_f.embedding (codebook-size, 32) unit-norm codewords,
+.cluster_size (codebook-size,) EMA usage, .initted. Metadata (JSON): eeg.model (architecture),
+eeg.preprocessing (channels, band, mains, 200 Hz, patch size, patches, scale 100 uV), eeg.training
+(optimizer settings and the last epoch's losses and codebook usage), eeg.history (every epoch).
+- eeg-tokens artifact (kind eeg-tokens) :: token_t and token_f (int16, (windows, channels, patches)),
+window_start (float64, (windows,)) seconds from the start of the recording, window_source (int64,
+(windows,)) index into eeg.sources, window_label (int64, (windows,)) index into eeg.labels (the
+annotation covering most of the window, 'none' without one). Metadata: eeg.sources,
+eeg.channels, eeg.file_channels, eeg.sfreq_in (per source), eeg.sfreq_out, eeg.h_freq (per
+source), eeg.stride, eeg.preprocessing, eeg.high_amplitude_share.
+- eeg-signal artifact (kind eeg-signal) :: signal (float32, (windows, channels, patches, 200)) in
+microvolts; amplitude and phase (float32, same shape): the decoder's per-window standardised
+amplitude and phase of the 200-point FFT of each patch.
+- table artifact (features) :: columns source (categorical), window_start (float64), label
+(categorical), hist_t_K / hist_f_K (share of the window's patches with code K), mean_t_D / mean_f_D
+(mean quantized vector); read by every table-reading command, CSV through cortexkit convert.
+- evaluate writes YAML: windows, high_amplitude_share, reconstruction (time_nmse, amplitude_nmse,
+amplitude_nmse_signal, phase_error) and codebooks (used, usage, perplexity, dead_codes_ema per
+codebook; joint pairs_used and mutual information).
+""",
+    "SEE ALSO": "cortexkit(1), cortexkit-inspect(1), cortexkit-convert(1), cortexkit-dp-fairness-train(1)",
+    "REFERENCE": """
+J. Ma et al. CodeBrain: Towards Decoupled Interpretability and Multi-Scale Architecture for EEG
+Foundation Model. ICLR 2026. arXiv:2506.09110. Encoder and quantizer after LaBraM (Jiang et al.,
+ICLR 2024). Reading and filtering: MNE-Python (Gramfort et al. 2013).
+""",
+}
+
+
+def _options(*decorators):
+    def apply(func):
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+    return apply
+
+
+recording_options = _options(
+    click.option("--stride", type=click.FloatRange(min=0, min_open=True), default=None,
+                 help="Seconds between window starts (default: one window, no overlap)."),
+    click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
+                 help="Windows per batch."),
+    click.option("--sfreq", type=click.FloatRange(min=0, min_open=True), default=None,
+                 help="Sampling rate of array recordings (.npy/.safetensors)."),
+    click.option("--channel-names", default=None, metavar="A,B,..",
+                 help="Channel names of array recordings, in row order."),
+    click.option("--units", type=click.Choice(["uV", "mV", "V", "nV"]), default=None,
+                 help="Units of array recordings (default uV) or of EDF channels with unknown units."),
+)
+ADVANCED_RECORDING = ("sfreq", "channel_names", "units", "batch_size")
+
+
+def _check_output(run):
+    """Refuse, before any work, an output path whose directory does not exist."""
+    from pathlib import Path
+
+    from cortexkit.formats.errors import CortexError
+    from cortexkit.formats.stdio import is_stdio
+
+    if not is_stdio(run.output) and not Path(run.output).resolve().parent.is_dir():
+        raise CortexError(f"{run.output}: directory {Path(run.output).parent} does not exist")
+
+
+def _names(text):
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def _recordings(run, paths, prep, sfreq, channel_names, units):
+    """A lazy stream of prepared recordings (checked to exist first)."""
+    from pathlib import Path
+
+    from cortexkit.formats import eeg
+    from cortexkit.formats.errors import CortexError
+
+    for path in paths:
+        if not Path(path).is_file():
+            raise CortexError(f"{path}: no such file")
+    names = _names(channel_names)
+    return (eeg.load(p, prep, sfreq=sfreq, channel_names=names, units=units,
+                     warn=run.warn) for p in paths)
+
+
+def _load_tokenizer(run, source):
+    from cortexkit.formats.eeg import Preprocessing
+    from cortexkit.tools.eeg.api import from_state
+    from cortexkit.tools.eeg.model import TokenizerConfig
+
+    artifact = run.read_artifact(source, KIND_TOKENIZER, max_version=VERSION)
+    config = TokenizerConfig.from_dict(artifact.meta_json("eeg.model"))
+    model = from_state(config, artifact.tensors).to(run.device)
+    return model, Preprocessing.from_dict(artifact.meta_json("eeg.preprocessing"))
+
+
+class _Tracker:
+    """Collects per-recording facts (name, rates, band) while the windows stream."""
+
+    def __init__(self, stream):
+        self.stream, self.items = stream, []
+
+    def __iter__(self):
+        for rec in self.stream:
+            self.items.append(rec)
+            yield rec
+            rec.data = None  # only the facts stay, not the signal
+
+
+def _encode(run, model, prep, recordings, stride, batch_size, sfreq, channel_names, units):
+    from cortexkit.formats import eeg
+    from cortexkit.tools.eeg.api import encode_windows
+
+    tracker = _Tracker(_recordings(run, recordings, prep, sfreq, channel_names, units))
+    batches = eeg.iter_windows(tracker, prep, stride, batch_size)
+    encoded = encode_windows(model, batches, device=run.device, progress=run.progress,
+                             high_amplitude=lambda x: eeg.high_amplitude(x, prep))
+    return tracker.items, encoded
+
+
+@verb(group, "train", output="artifact", torch_options=True,
+      advanced=ADVANCED_RECORDING + ("stem", "min_lr", "weight_decay", "warmup_epochs", "amp",
+                                     "no_contrastive", "codebooks", "patches", "max_windows"))
+@click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
+@click.option("--channels", default="standard-1020", show_default=True, metavar="standard-1020|A,B,..",
+              help="Montage, in order (missing channels are an error).")
+@click.option("--mains", type=click.Choice(["50", "60", "none"]), default="60", show_default=True,
+              help="Notch frequency (Hz).")
+@click.option("--patches", type=click.IntRange(min=2), default=30, show_default=True,
+              help="Patches of 200 samples (1 s) per window.")
+@click.option("--preset", type=click.Choice(["base", "small", "tiny"]), default="base",
+              show_default=True, help="Encoder size: base = the paper's 12 x 200; small, tiny for CPU.")
+@click.option("--codebook-size", type=click.IntRange(min=2), default=4096, show_default=True,
+              help="Codes per codebook (use 256-1024 on small data).")
+@click.option("--kmeans-init", is_flag=True,
+              help="Initialise codebooks by cosine k-means on the first batch (recommended on small data).")
+@click.option("--dead-code-threshold", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Restart codes whose EMA usage falls below this (1 recommended on small data; 0 = off).")
+@click.option("--codebooks", type=click.Choice(["dual", "frequency"]), default="dual", show_default=True,
+              help="dual = TFDual; frequency = one frequency codebook (LaBraM's design, the ablation).")
+@click.option("--stem", type=click.Choice(["time+freq-sum", "time"]), default="time+freq-sum",
+              show_default=True, help="Patch embedding: conv stem plus linear |rfft|, or conv only.")
+@click.option("--epochs", type=click.IntRange(min=1), default=20, show_default=True, help="Epochs.")
+@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=1e-4, show_default=True,
+              help="Peak learning rate (AdamW).")
+@click.option("--min-lr", type=click.FloatRange(min=0), default=1e-5, show_default=True,
+              help="Final learning rate of the cosine schedule.")
+@click.option("--weight-decay", type=click.FloatRange(min=0), default=1e-4, show_default=True,
+              help="AdamW weight decay.")
+@click.option("--warmup-epochs", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="Linear warmup from 1e-6 (epochs; capped at the run's length).")
+@click.option("--no-contrastive", is_flag=True, help="Leave out the NT-Xent term.")
+@click.option("--amp", is_flag=True, help="bf16 autocast (quantizers stay fp32).")
+@click.option("--max-windows", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Use at most this many training windows (evenly spaced; 0 = all).")
+@recording_options
+def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, kmeans_init,
+              dead_code_threshold, codebooks, stem, epochs, lr, min_lr, weight_decay, warmup_epochs,
+              no_contrastive, amp, max_windows, stride, batch_size, sfreq, channel_names, units):
+    """Train a tokenizer on recordings -> eeg-tokenizer artifact."""
+    _check_output(run)
+    from cortexkit.formats import eeg
+    from cortexkit.tools.eeg import api
+    from cortexkit.tools.eeg.model import config_from_preset
+    from cortexkit.tools.eeg.train import TrainConfig
+
+    prep = eeg.Preprocessing(channels=eeg.parse_channels(channels), patches=patches,
+                             mains=None if mains == "none" else float(mains))
+    x, high = _training_windows(run, recordings, prep, stride, sfreq, channel_names, units, max_windows)
+    model_config = config_from_preset(preset, channels=len(prep.channels), max_patches=patches,
+                                      codebook_size=codebook_size, kmeans_init=kmeans_init,
+                                      dead_code_threshold=dead_code_threshold, codebooks=codebooks,
+                                      stem=stem)
+    train_config = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, min_lr=min_lr,
+                               weight_decay=weight_decay, warmup_epochs=min(warmup_epochs, epochs / 2),
+                               contrastive=not no_contrastive, amp=amp)
+    model, history = api.fit(x, model_config, train_config, seed=run.seed, device=run.device,
+                             on_epoch=lambda e, r: run.info(_epoch_line(e, epochs, r)),
+                             progress=lambda it, total: run.progress(it, total=total, desc="steps"))
+    run.write_artifact(api.state_tensors(model), KIND_TOKENIZER, version=str(VERSION), metadata={
+        "eeg.model": model_config.to_dict(), "eeg.preprocessing": prep.to_dict(),
+        "eeg.training": {**train_config.to_dict(), "windows": len(x), "high_amplitude_share": high,
+                         "last_epoch": history[-1]}, "eeg.history": history})
+
+
+def _training_windows(run, recordings, prep, stride, sfreq, channel_names, units, max_windows):
+    import numpy as np
+
+    from cortexkit.formats import eeg
+    from cortexkit.formats.errors import CortexError
+
+    stream = _recordings(run, recordings, prep, sfreq, channel_names, units)
+    x = [b.x for b in eeg.iter_windows(stream, prep, stride, 64)]
+    x = np.concatenate(x) if x else np.zeros((0,))
+    if len(x) < 2:
+        raise CortexError(f"training needs at least 2 windows of {prep.window_seconds:g} s, "
+                          f"the recordings give {len(x)}")
+    if max_windows and len(x) > max_windows:
+        x = x[np.linspace(0, len(x) - 1, max_windows).round().astype(int)]
+    high = float(eeg.high_amplitude(x, prep).mean())
+    run.info(f"{len(x)} training windows of {prep.window_seconds:g} s; "
+             f"{100 * high:.1f}% with |x| >= 100 uV")
+    return x, high
+
+
+def _epoch_line(epoch, epochs, record):
+    parts = [f"{k} {record[k]:.4f}" for k in ("total", "signal", "amplitude", "phase", "ntxent")
+             if k in record]
+    usage = [f"codes_{s} {record[f'codebook_{s}']['used']} (ppl {record[f'codebook_{s}']['perplexity']:.0f})"
+             for s in ("t", "f") if f"codebook_{s}" in record]
+    return f"epoch {epoch}/{epochs}: " + ", ".join(parts + usage)
+
+
+@verb(group, "encode", output="artifact", torch_options=True, advanced=ADVANCED_RECORDING)
+@click.argument("tokenizer", metavar="TOKENIZER")
+@click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
+@click.option("--channels", default=None, metavar="A,B,..",
+              help="Check the tokenizer's montage is this one (an error if not).")
+@recording_options
+def encode_cmd(run, tokenizer, recordings, channels, stride, batch_size, sfreq, channel_names, units):
+    """Tokenize recordings -> eeg-tokens artifact (token_t, token_f per channel and patch)."""
+    _check_output(run)
+    model, prep = _load_tokenizer(run, tokenizer)
+    _check_montage(channels, prep)
+    items, enc = _encode(run, model, prep, recordings, stride, batch_size, sfreq, channel_names, units)
+    tensors, metadata = _tokens_payload(prep, items, enc, stride)
+    run.info(f"{len(enc.token_f)} windows; {100 * metadata['eeg.high_amplitude_share']:.1f}% "
+             "with |x| >= 100 uV")
+    run.write_artifact(tensors, KIND_TOKENS, version=str(VERSION), metadata=metadata)
+
+
+def _check_montage(channels, prep):
+    from cortexkit.formats.eeg import parse_channels
+    from cortexkit.formats.errors import CortexError
+
+    if channels is not None and parse_channels(channels) != prep.channels:
+        raise CortexError(f"the tokenizer was trained on the montage {','.join(prep.channels)}, "
+                          f"not {','.join(parse_channels(channels))}; train one for this montage")
+
+
+def _tokens_payload(prep, items, enc, stride):
+    import numpy as np
+
+    from cortexkit.formats.table import categorical
+
+    labels = [label or "none" for label in enc.labels]
+    codes, levels = categorical(labels)
+    tensors = {"token_f": enc.token_f, "window_start": enc.starts.astype(np.float64),
+               "window_source": enc.source, "window_label": codes}
+    if enc.token_t is not None:
+        tensors["token_t"] = enc.token_t
+    metadata = {"eeg.sources": [r.source for r in items], "eeg.channels": prep.channels,
+                "eeg.file_channels": [r.file_channels for r in items],
+                "eeg.sfreq_in": [r.sfreq_in for r in items], "eeg.sfreq_out": prep.sfreq,
+                "eeg.h_freq": [r.h_freq for r in items], "eeg.stride": stride,
+                "eeg.labels": levels, "eeg.preprocessing": prep.to_dict(),
+                "eeg.high_amplitude_share": enc.high_amplitude / max(len(enc.token_f), 1)}
+    return tensors, metadata
+
+
+def _read_tokens(run, source, model, prep):
+    from cortexkit.formats.errors import CortexError
+
+    tokens = run.read_artifact(source, KIND_TOKENS, framework="np", max_version=VERSION)
+    if tokens.meta_json("eeg.channels") != prep.channels:
+        raise CortexError(f"{tokens.source}: tokens of the montage {tokens.meta_json('eeg.channels')}"
+                          f" do not fit this tokenizer's {prep.channels}")
+    token_f = tokens.tensor("token_f")
+    token_t = tokens.tensors.get("token_t")
+    if model.dual and token_t is None:
+        raise CortexError(f"{tokens.source}: no token_t, but the tokenizer has two codebooks")
+    top = max(int(token_f.max(initial=0)), int(token_t.max(initial=0)) if token_t is not None else 0)
+    if top >= model.config.codebook_size or min(token_f.min(initial=0), 0) < 0:
+        raise CortexError(f"{tokens.source}: token ids up to {top} do not fit a codebook of "
+                          f"{model.config.codebook_size}")
+    return tokens, token_t, token_f
+
+
+@verb(group, "decode", output="artifact", torch_options=True)
+@click.argument("tokenizer", metavar="TOKENIZER")
+@click.argument("tokens", metavar="TOKENS|-")
+def decode_cmd(run, tokenizer, tokens):
+    """Tokens -> eeg-signal artifact (signal in uV, standardised FFT amplitude and phase)."""
+    _check_output(run)
+    from cortexkit.tools.eeg.api import decode_tokens
+
+    model, prep = _load_tokenizer(run, tokenizer)
+    artifact, token_t, token_f = _read_tokens(run, tokens, model, prep)
+    out = decode_tokens(model, token_t, token_f)
+    if "signal" in out:
+        out["signal"] = out["signal"] * prep.scale_uv
+    out["window_start"] = artifact.tensors["window_start"]
+    run.write_artifact(out, KIND_SIGNAL, version=str(VERSION),
+                       metadata={"eeg.channels": prep.channels, "eeg.sfreq": prep.sfreq,
+                                 "eeg.sources": artifact.meta_json("eeg.sources")})
+
+
+@verb(group, "evaluate", output="report", torch_options=True, advanced=ADVANCED_RECORDING)
+@click.argument("tokenizer", metavar="TOKENIZER")
+@click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
+@recording_options
+def evaluate_cmd(run, tokenizer, recordings, stride, batch_size, sfreq, channel_names, units):
+    """Reconstruction (NMSE) and codebook health on recordings -> YAML report."""
+    _check_output(run)
+    from cortexkit.formats import eeg
+    from cortexkit.tools.eeg.api import evaluate
+
+    model, prep = _load_tokenizer(run, tokenizer)
+    stream = _recordings(run, recordings, prep, sfreq, channel_names, units)
+    high = []
+    batches = (b for b in eeg.iter_windows(stream, prep, stride, batch_size)
+               if high.append(eeg.high_amplitude(b.x, prep)) or True)
+    report = evaluate(model, batches, device=run.device, progress=run.progress)
+    share = float(sum(h.sum() for h in high) / max(sum(len(h) for h in high), 1))
+    run.write_report({"windows": report["windows"], "high_amplitude_share": share,
+                      **{k: v for k, v in report.items() if k != "windows"}})
+
+
+@verb(group, "features", output="artifact", torch_options=True,
+      advanced=ADVANCED_RECORDING + ("parts",))
+@click.argument("tokenizer", metavar="TOKENIZER")
+@click.argument("inputs", nargs=-1, required=True, metavar="RECORDING...|TOKENS|-")
+@click.option("--parts", default="hist,mean", show_default=True, metavar="hist,mean",
+              help="Feature groups: token histograms and/or mean quantized vectors.")
+@recording_options
+def features_cmd(run, tokenizer, inputs, parts, stride, batch_size, sfreq, channel_names, units):
+    """Per-window features (token histograms, mean codes, label) -> table artifact."""
+    _check_output(run)
+    from cortexkit.formats.table import write_table
+    from cortexkit.tools.eeg.api import features
+
+    model, prep = _load_tokenizer(run, tokenizer)
+    sources, starts, labels, token_t, token_f = _feature_inputs(
+        run, inputs, model, prep, stride, batch_size, sfreq, channel_names, units)
+    columns = features(model, token_t, token_f, parts=_parts(parts))
+    write_table(run.output, _feature_table(sources, starts, labels, columns),
+                producer=run.producer, config=run.config)
+
+
+def _parts(text):
+    from cortexkit.formats.errors import CortexError
+
+    parts = tuple(p.strip() for p in text.split(",") if p.strip())
+    if not parts or set(parts) - {"hist", "mean"}:
+        raise CortexError(f"--parts {text!r}: choose from hist,mean")
+    return parts
+
+
+def _is_tokens(path):
+    from pathlib import Path
+
+    if path == "-":
+        return True
+    if Path(path).suffix.lower() != ".safetensors" or not Path(path).is_file():
+        return False
+    import json
+    import struct
+
+    with open(path, "rb") as handle:  # the safetensors header only, not the tensors
+        raw = handle.read(8)
+        size = struct.unpack("<Q", raw)[0] if len(raw) == 8 else 0
+        try:
+            header = json.loads(handle.read(min(size, 100 << 20)))
+        except ValueError:
+            return False
+    return isinstance(header, dict) and \
+        (header.get("__metadata__") or {}).get("cortexkit.kind") == KIND_TOKENS
+
+
+def _feature_inputs(run, inputs, model, prep, stride, batch_size, sfreq, channel_names, units):
+    import numpy as np
+
+    from cortexkit.formats.errors import CortexError
+
+    if any(_is_tokens(p) for p in inputs):
+        if len(inputs) != 1:
+            raise CortexError("features takes one eeg-tokens artifact, or recordings, not both")
+        artifact, token_t, token_f = _read_tokens(run, inputs[0], model, prep)
+        names = artifact.meta_json("eeg.sources")
+        levels = artifact.meta_json("eeg.labels")
+        return ([names[i] for i in artifact.tensors["window_source"]],
+                artifact.tensors["window_start"], [levels[i] for i in artifact.tensors["window_label"]],
+                token_t, token_f)
+    items, enc = _encode(run, model, prep, inputs, stride, batch_size, sfreq, channel_names, units)
+    return ([items[i].source for i in enc.source], np.asarray(enc.starts),
+            [lab or "none" for lab in enc.labels], enc.token_t, enc.token_f)
+
+
+def _feature_table(sources, starts, labels, columns):
+    import numpy as np
+
+    from cortexkit.formats.table import Table, categorical
+
+    source_codes, source_levels = categorical(list(sources))
+    label_codes, label_levels = categorical(list(labels))
+    cols = {"source": source_codes, "window_start": np.asarray(starts, dtype=np.float64),
+            "label": label_codes, **columns}
+    return Table(cols, {"source": source_levels, "label": label_levels}, "features")

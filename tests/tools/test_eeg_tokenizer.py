@@ -1,0 +1,219 @@
+"""Faithfulness of the TFDual tokenizer (tools/eeg): order, codebooks, targets, losses, encoding."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from cortexkit.tools.eeg import api, losses
+from cortexkit.tools.eeg.model import (Attention, Backbone, PatchEmbed, TFDualTokenizer,
+                                       config_from_preset)
+from cortexkit.tools.eeg.quantizer import NormEMAQuantizer, cosine_kmeans, l2norm
+from cortexkit.tools.eeg.train import TrainConfig, learning_rate
+
+torch.set_num_threads(1)
+
+
+def tiny(**kw):
+    return config_from_preset("tiny", channels=3, max_patches=4, codebook_size=16, **kw)
+
+
+def test_patch_tokens_are_channel_major():
+    config = tiny()
+    embed = PatchEmbed(config).eval()
+    x = torch.zeros(1, 3, 4, 200)
+    x[0, 2, 1] = torch.randn(200)  # channel 2, patch 1 -> token 2*4+1 = 9
+    h = embed(x)
+    changed = (h[0] - h[0, 0]).abs().sum(-1) > 1e-6
+    assert changed.nonzero().flatten().tolist() == [9]
+    # the backbone adds pos_embed[c + 1] and time_embed[p] to token c*P + p (with no blocks, the
+    # output is the LayerNorm of exactly that)
+    backbone = Backbone(3, 4, 64, 0, 4, 4.0)
+    tokens = torch.randn(2, 12, 64)
+    out = backbone(tokens, 3, 4)
+    for c in range(3):
+        for p in range(4):
+            expect = F.layer_norm(tokens[:, c * 4 + p] + backbone.pos_embed[0, c + 1]
+                                  + backbone.time_embed[0, p], (64,), eps=1e-6)
+            torch.testing.assert_close(out[:, c * 4 + p], expect)
+
+
+def test_sdpa_attention_equals_the_textbook_formula():
+    torch.manual_seed(0)
+    attn = Attention(16, 4)
+    torch.nn.init.normal_(attn.q_bias)
+    torch.nn.init.normal_(attn.v_bias)
+    x = torch.randn(2, 5, 16)
+    q = (x @ attn.qkv.weight[:16].t() + attn.q_bias).reshape(2, 5, 4, 4).transpose(1, 2)
+    k = (x @ attn.qkv.weight[16:32].t()).reshape(2, 5, 4, 4).transpose(1, 2)
+    v = (x @ attn.qkv.weight[32:].t() + attn.v_bias).reshape(2, 5, 4, 4).transpose(1, 2)
+    weights = torch.softmax(q @ k.transpose(-1, -2) / 2.0, dim=-1)
+    expect = attn.proj((weights @ v).transpose(1, 2).reshape(2, 5, 16))
+    torch.testing.assert_close(attn(x), expect)
+
+
+def test_codewords_stay_unit_norm_after_every_ema_update():
+    torch.manual_seed(1)
+    q = NormEMAQuantizer(8, 4, decay=0.9).train()
+    for _ in range(5):
+        q(torch.randn(32, 4) * 3)
+        torch.testing.assert_close(q.embedding.norm(dim=-1), torch.ones(8))
+
+
+def test_nearest_by_l2_is_nearest_by_cosine_and_inputs_are_normalised():
+    torch.manual_seed(2)
+    q = NormEMAQuantizer(50, 8).eval()
+    z = torch.randn(200, 8) * 5
+    _, _, idx = q(z)
+    cosine = (F.normalize(z, dim=-1) @ q.embedding.t()).argmax(-1)
+    assert torch.equal(idx, cosine)
+    l2 = torch.cdist(F.normalize(z, dim=-1), q.embedding).argmin(-1)
+    assert torch.equal(l2, cosine)
+    # codewords are unit-norm, so the winner is a cosine winner; scaled codewords would not be
+    scaled = torch.cdist(F.normalize(z, dim=-1), q.embedding * torch.rand(50, 1) * 3).argmin(-1)
+    assert not torch.equal(scaled, cosine)
+
+
+def test_unused_code_unchanged_and_used_code_follows_the_ema_formula():
+    torch.manual_seed(3)
+    q = NormEMAQuantizer(4, 3, decay=0.99).train()
+    before = q.embedding.clone()
+    z = l2norm(before[0] + 0.05 * torch.randn(6, 3))  # all nearest to code 0
+    _, _, idx = q(z)
+    assert set(idx.tolist()) == {0}
+    assert torch.equal(q.embedding[1:], before[1:])
+    mean = l2norm(z.sum(0) / 6)
+    torch.testing.assert_close(q.embedding[0], l2norm(0.99 * before[0] + 0.01 * mean))
+    torch.testing.assert_close(q.cluster_size, torch.tensor([0.06, 0.0, 0.0, 0.0]))
+
+
+def test_eval_mode_never_moves_the_codebook_and_loss_is_commitment_only():
+    torch.manual_seed(4)
+    q = NormEMAQuantizer(8, 4).eval()
+    before = q.embedding.clone()
+    z = torch.randn(10, 4, requires_grad=True)
+    z_q, loss, idx = q(z)
+    assert torch.equal(q.embedding, before)
+    zn = F.normalize(z, dim=-1)
+    torch.testing.assert_close(loss, F.mse_loss(before[idx], zn))
+    torch.testing.assert_close(z_q, before[idx])  # straight-through: the value is the codeword
+    z_q.sum().backward()  # ... and the gradient goes to z
+    assert z.grad is not None and z.grad.abs().sum() > 0
+
+
+def test_kmeans_init_and_dead_code_restart():
+    torch.manual_seed(5)
+    centres = l2norm(torch.randn(4, 6))
+    z = l2norm(centres.repeat(25, 1) + 0.01 * torch.randn(100, 6))
+    means = cosine_kmeans(z, 4, generator=torch.Generator().manual_seed(0))
+    assert (means @ centres.t()).max(dim=0).values.min() > 0.99  # every centre found
+    q = NormEMAQuantizer(16, 6, kmeans_init=True, dead_code_threshold=0.5).train()
+    q(z)
+    assert bool(q.initted)
+    dead_before = q.cluster_size < 0.5
+    assert not dead_before.any()  # restarted codes got the threshold as their usage
+    near = (q.embedding @ z.t()).max(dim=1).values
+    assert (near > 0.99).all()  # every codeword now sits on data
+
+
+def test_std_norm_uses_the_unbiased_std_per_sample():
+    a = torch.randn(3, 2, 4, 5) * torch.tensor([1.0, 10.0, 100.0])[:, None, None, None]
+    out = losses.std_norm(a)
+    for i in range(3):
+        flat = a[i].reshape(-1).double()
+        mean = flat.mean()
+        std = math.sqrt(float(((flat - mean) ** 2).sum()) / (flat.numel() - 1))
+        torch.testing.assert_close(out[i].double(), (a[i].double() - mean) / std, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(out[0], (a[0] - a[0].mean()) / a[0].std(unbiased=False))
+
+
+def test_fft_targets_have_200_bins_of_the_full_fft():
+    x = torch.randn(2, 3, 4, 200)
+    amplitude, phase = losses.fft_targets(x)
+    assert amplitude.shape == phase.shape == (2, 3, 4, 200)
+    full = torch.fft.fft(x, dim=-1)
+    torch.testing.assert_close(amplitude, losses.std_norm(full.abs()))
+    torch.testing.assert_close(phase, losses.std_norm(torch.angle(full)))
+    # the mirrored half is there: amplitude bin k equals bin 200 - k
+    torch.testing.assert_close(amplitude[..., 1:100], amplitude[..., 101:].flip(-1))
+
+
+def test_nt_xent_equals_a_hand_computation_on_2x2():
+    a = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    b = torch.tensor([[1.0, 1.0], [-1.0, 1.0]])
+    views = [v / np.linalg.norm(v) for v in np.array([[1, 0], [0, 1], [1, 1], [-1, 1]], float)]
+    total = 0.0
+    for i in range(4):
+        positive = (i + 2) % 4
+        sims = {j: float(views[i] @ views[j]) / 0.1 for j in range(4) if j != i}
+        total += -(sims[positive] - math.log(sum(math.exp(s) for s in sims.values())))
+    assert float(losses.nt_xent(a, b, 0.1)) == pytest.approx(total / 4, rel=1e-6)
+
+
+def test_loss_has_every_term_and_gradients_reach_the_encoder():
+    torch.manual_seed(6)
+    model = TFDualTokenizer(tiny()).train()
+    terms = losses.tokenizer_loss(model, torch.randn(3, 3, 4, 200) * 0.3)
+    assert {"vq_t", "vq_f", "signal", "amplitude", "phase", "ntxent"} <= set(terms)
+    parts = sum(v for k, v in terms.items() if k not in ("total", "_tokens"))
+    torch.testing.assert_close(terms["total"], parts)
+    terms["total"].backward()
+    assert model.encoder.patch_embed.conv.net[0].weight.grad.abs().sum() > 0
+    assert model.quantize_t.embedding.grad is None  # codebooks learn by EMA only
+
+
+def test_frequency_only_ablation_has_one_codebook_and_no_signal_decoder():
+    model = TFDualTokenizer(tiny(codebooks="frequency"))
+    assert not hasattr(model, "quantize_t") and not hasattr(model, "decoder_t")
+    terms = losses.tokenizer_loss(model, torch.randn(2, 3, 4, 200))
+    assert "signal" not in terms and "vq_t" not in terms and "amplitude" in terms
+
+
+def test_learning_rate_warmup_then_cosine():
+    assert learning_rate(0, 100, 10, 1e-3, 1e-5) == pytest.approx(1e-6)
+    assert learning_rate(10, 100, 10, 1e-3, 1e-5) == pytest.approx(1e-3)
+    assert learning_rate(55, 100, 10, 1e-3, 1e-5) == pytest.approx(1e-5 + 0.5 * (1e-3 - 1e-5))
+    assert learning_rate(100, 100, 10, 1e-3, 1e-5) == pytest.approx(1e-5)
+
+
+class _Batch:
+    def __init__(self, x):
+        self.x, self.starts, self.labels, self.source_index = x, np.arange(len(x), dtype=float), \
+            ["a"] * len(x), 0
+
+
+def test_training_reduces_the_loss_and_encoding_is_deterministic():
+    rng = np.random.default_rng(0)
+    t = np.arange(200) / 200
+    x = np.stack([np.sin(2 * np.pi * rng.uniform(2, 30) * t + rng.uniform(0, 6)) * rng.uniform(0.2, 1)
+                  for _ in range(16 * 12)]).reshape(16, 3, 4, 200).astype(np.float32)
+    config = TrainConfig(epochs=6, batch_size=8, lr=2e-3, warmup_epochs=1)
+    model, history = api.fit(x, tiny(kmeans_init=True), config, seed=0)
+    assert history[-1]["total"] < history[0]["total"]
+    first = api.encode_windows(model, [_Batch(x)])
+    again = api.encode_windows(model, [_Batch(x[:5]), _Batch(x[5:])])  # other batching too
+    assert np.array_equal(first.token_t, again.token_t)
+    assert np.array_equal(first.token_f, again.token_f)
+    assert first.token_t.shape == (16, 3, 4) and first.token_t.dtype == np.int16
+    # the tokens are the codes nearest to what quantize() gives in eval mode
+    out = model.eval().quantize(torch.from_numpy(x))
+    assert np.array_equal(out["token_t"].reshape(16, 3, 4).numpy(), first.token_t)
+    # state round trip keeps the tokens
+    clone = api.from_state(model.config, api.state_tensors(model))
+    assert np.array_equal(api.encode_windows(clone, [_Batch(x)]).token_f, first.token_f)
+
+
+def test_codebook_health_counts_and_mutual_information():
+    from cortexkit.tools.eeg.analysis import codebook_health
+
+    t = np.array([0, 0, 1, 1])
+    independent = codebook_health(t, np.array([0, 1, 0, 1]), 4)
+    assert independent["joint"]["pairs_used"] == 4
+    assert independent["joint"]["mutual_information_nats"] == pytest.approx(0.0, abs=1e-12)
+    copied = codebook_health(t, t.copy(), 4)
+    assert copied["joint"]["mutual_information_nats"] == pytest.approx(math.log(2))
+    assert copied["temporal"]["used"] == 2 and copied["temporal"]["perplexity"] == pytest.approx(2.0)

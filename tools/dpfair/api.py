@@ -1,0 +1,492 @@
+"""The whole RaCO-DP method from Python: plan, train, predict, evaluate, account, sweep.
+
+These are what ``cortexkit dp-fairness-train`` calls, one per verb; they take a table of columns
+(name -> list of cell strings, as the encoder reads them) and typed configs, and raise
+:class:`~cortexkit.formats.errors.CortexError` (or ``ValueError``) for anything the user must fix.
+No click and no paths here: the command line reads files and writes artifacts.
+
+    config = TrainConfig(label=">50K", sensitive=("sex",), epsilon=1.0)
+    plan = dpfair.plan(table, config)                   # encoding, constraints, privacy ledger
+    fitted = dpfair.train(table, config, plan, seed=0)  # -> tensors + metadata of a dpfair-model
+    model = dpfair.Model(fitted.tensors, fitted.metadata)
+    report = dpfair.evaluate(model, test_table)
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+import torch
+
+from cortexkit.formats.errors import CortexError
+
+from . import accounting, constraints as cons, metrics, models, raco, table as tab
+
+KIND_MODEL = "dpfair-model"
+KIND_PREDICTIONS = "dpfair-predictions"
+MODEL_VERSION = 1
+from .io import BUILTIN_CONSTRAINTS  # noqa: E402,F401
+MAX_CELLS = 256
+META_KEYS = ("dpfair.model", "dpfair.encoder", "dpfair.constraints", "dpfair.ledger")
+
+Columns = dict  # column name -> list of cell strings (n,)
+Warn = Callable[[str], None]
+
+
+def _no_warn(message: str) -> None:
+    pass
+
+
+@dataclass
+class TrainConfig:
+    """Everything ``train`` takes besides the table: the data roles, constraints, budget, optimiser.
+
+    ``constraint`` is a built-in name (``BUILTIN_CONSTRAINTS``) or, with the parsed YAML mapping in
+    ``constraint_spec``, the spec's name (its file, for reports). ``sigma``/``steps`` None: planned from the budget.
+    """
+    label: str
+    sensitive: Sequence[str] = ()
+    drop: Sequence[str] = ()
+    constraint: str = "demographic-parity"
+    constraint_spec: Any = None
+    gamma: float = 0.05
+    positive_label: str | None = None
+    epsilon: float = 1.0
+    delta: float = 1e-5
+    sigma: float | None = None
+    steps: int | None = None
+    max_steps: int = 1000
+    laplace_b: float = 0.03
+    batch_size: float = 4096
+    clip: float = 3.0
+    lr: float = 0.5
+    lr_dual: float = 0.3
+    dual_update: str = "heavy-ball"
+    dual_momentum: float = 0.0
+    dual_max: float = math.inf
+    temperature: float = 8.0
+    model_kind: str = "logistic"
+    hidden: Sequence[int] = (64,)
+    standardize: bool = True
+    histogram_batch: str = "independent"
+    non_private: bool = False
+
+
+@dataclass
+class Plan:
+    """A training table encoded for RaCO-DP, with the constraint set and the privacy plan."""
+    classes: list[str]
+    encoder: tab.TableEncoder
+    constraints: cons.RateConstraints | None
+    cells: np.ndarray | None            # (n,) int64 partition cell of each record
+    ledger: accounting.PrivacyLedger
+    label: str
+    sensitive: list[str]
+    n: int
+    hidden: list[int]
+
+
+@dataclass
+class Fitted:
+    """A trained model as the tensors and (JSON-able) metadata of a dpfair-model artifact."""
+    tensors: dict[str, torch.Tensor]
+    metadata: dict[str, Any]
+    history: list[dict] = field(default_factory=list)
+
+
+def need_columns(table: Columns, names: Iterable[str], what: str, source: str) -> None:
+    missing = [c for c in names if c not in table]
+    if missing:
+        raise CortexError(f"{source}: no {what} column(s) {missing} (columns: {', '.join(list(table)[:20])})")
+
+
+def check_privacy_args(epsilon: float, delta: float, n: int, warn: Warn = _no_warn) -> None:
+    if not (epsilon > 0) or math.isinf(epsilon) or math.isnan(epsilon):
+        raise CortexError(f"--epsilon must be a positive finite number, got {epsilon} "
+                          "(use --non-private for no privacy)")
+    if not (0 < delta < 1):
+        raise CortexError(f"--delta must be in (0, 1), got {delta}")
+    if n and delta >= 1.0 / n:
+        warn(f"delta {delta:g} >= 1/n = {1.0 / n:.3g}: such a delta allows releasing a record outright; "
+             "use delta well below 1/n")
+
+
+def _constraints(table: Columns, config: TrainConfig, classes: list[str], features: list[str],
+                 warn: Warn) -> cons.RateConstraints | None:
+    sens, label, gamma = list(config.sensitive), config.label, config.gamma
+    kind = config.constraint
+    if kind == "none":
+        return None
+    if kind in ("demographic-parity", "equalized-odds"):
+        if not sens:
+            raise CortexError(f"--constraint {kind} needs --sensitive COL")
+        return (cons.demographic_parity(sens, table, classes, gamma) if kind == "demographic-parity"
+                else cons.equalized_odds(label, sens, table, classes, gamma))
+    if kind == "fnr":
+        return cons.false_negative_rate(label, table, classes, gamma, config.positive_label)
+    spec = config.constraint_spec
+    if spec is None:
+        raise CortexError(f"--constraint {kind!r}: not one of {', '.join(BUILTIN_CONSTRAINTS)} "
+                          "and not a YAML file")
+    for attr in (spec or {}).get("partition", []) if isinstance(spec, dict) else []:
+        if attr in table:
+            tab.check_missing(table, [attr])
+    rc = cons.from_spec(spec, label, table, classes, gamma)
+    overlap = (set(rc.partition.attributes) - {label}) & set(features)
+    if overlap:
+        warn(f"constraint spec uses {sorted(overlap)} which are also features; add them to --drop or "
+             "--sensitive to keep them out of the model")
+    return rc
+
+
+def _ledger(config: TrainConfig, n: int, laplace_b: float | None, warn: Warn) -> accounting.PrivacyLedger:
+    """The privacy plan: q from the batch size, then T (or sigma) from the budget."""
+    q = min(1.0, float(config.batch_size) / n)
+    epsilon, delta, sigma, steps, clip = config.epsilon, config.delta, config.sigma, config.steps, config.clip
+    if config.non_private:
+        return accounting.make_ledger(0.0, math.inf, None if laplace_b is None else math.inf, q, n,
+                                      steps or config.max_steps, delta if 0 < delta < 1 else 1e-5)
+    check_privacy_args(epsilon, delta, n, warn)
+    if not (clip > 0) or math.isinf(clip):
+        raise CortexError(f"--clip must be a positive finite number, got {clip}")
+    if laplace_b is not None and (not (laplace_b > 0) or math.isinf(laplace_b)):
+        raise CortexError(f"--laplace-b must be a positive finite number, got {laplace_b}")
+    if sigma is not None and not (sigma > 0):
+        raise CortexError(f"--sigma must be > 0 for a private run, got {sigma} (or use --non-private)")
+    if steps is None:
+        sigma_ = 10.0 if sigma is None else sigma
+        steps_ = accounting.max_steps(sigma_, laplace_b, q, epsilon, delta, cap=config.max_steps)
+        if steps_ == 0:
+            one = accounting.epsilon_spent(sigma_, laplace_b, q, 1, delta)
+            raise CortexError(f"the budget epsilon {epsilon:g} (delta {delta:g}) allows zero steps: one step "
+                              f"already spends {one:.3g} with sigma {sigma_:g}, laplace-b {laplace_b}, q {q:.4g}; "
+                              "raise --sigma, lower --laplace-b or --batch-size")
+    elif sigma is None:
+        try:
+            sigma_ = accounting.calibrate_sigma(laplace_b, q, steps, epsilon, delta)
+        except ValueError as exc:
+            raise CortexError(str(exc)) from None
+        steps_ = steps
+    else:
+        sigma_, steps_ = sigma, steps
+    ledger = accounting.make_ledger(sigma_, clip, laplace_b, q, n, steps_, delta, epsilon_target=epsilon)
+    if ledger.epsilon_spent > epsilon * (1 + 1e-9):
+        raise CortexError(f"sigma {sigma_:g} and {steps_} steps spend epsilon {ledger.epsilon_spent:.4g} > "
+                          f"--epsilon {epsilon:g}: refusing to run past the budget (drop --steps or --sigma "
+                          "to calibrate)")
+    return ledger
+
+
+def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: Warn = _no_warn) -> Plan:
+    """Validate everything and plan the privacy budget before any training.
+
+    table: column -> (n,) cell strings. Encodes the features, builds the constraint partition and
+    its (n,) cells, and fixes (sigma, laplace_b, q, T) within (epsilon, delta).
+    """
+    label, sens, dropped = config.label, list(config.sensitive), list(config.drop)
+    need_columns(table, [label], "label", source)
+    need_columns(table, sens, "sensitive", source)
+    need_columns(table, dropped, "--drop", source)
+    if label in sens:
+        raise CortexError(f"--label {label!r} is also named in --sensitive")
+    tab.check_missing(table, [label] + sens)
+    classes = tab.label_classes(table[label], label)
+    n = len(table[label])
+    features = [c for c in table if c != label and c not in sens and c not in dropped]
+    if not features:
+        raise CortexError(f"{source}: no feature columns left after label, sensitive and --drop")
+    encoder = tab.TableEncoder.fit(table, features, standardize=config.standardize)
+    rc = _constraints(table, config, classes, features, warn)
+    if rc is not None and rc.partition.n_cells > MAX_CELLS:
+        sizes = ", ".join(f"{a}: {len(l)}" for a, l in zip(rc.partition.attributes, rc.partition.levels))
+        raise CortexError(f"the constraint partition has {rc.partition.n_cells} cells ({sizes}); at most {MAX_CELLS} "
+                          "are supported (each needs enough records per batch against the noise): bin continuous "
+                          "sensitive columns or merge small groups first")
+    cells = rc.partition.cell_index(table) if rc is not None else None
+    ledger = _ledger(config, n, None if rc is None else config.laplace_b, warn)
+    if rc is not None:
+        ledger.histogram_batch = config.histogram_batch
+        if config.histogram_batch == "shared" and math.isfinite(ledger.epsilon_spent):
+            warn("--histogram-batch shared: the histogram and the gradient read one Poisson batch, "
+                 "but the accountant (like the paper's) composes them as separately subsampled; "
+                 f"epsilon {ledger.epsilon_spent:.4g} may under-state the loss")
+        counts = np.bincount(cells, minlength=rc.partition.n_cells)
+        laplace = ledger.laplace_b
+        for message in cons.expected_cell_warnings(rc, counts, ledger.sampling_rate, laplace):
+            warn(message)
+    hidden = [int(h) for h in config.hidden] if config.model_kind == "mlp" else []
+    if config.model_kind == "mlp" and (not hidden or min(hidden) < 1):
+        raise CortexError(f"--hidden {','.join(map(str, config.hidden))!r}: give positive layer sizes, "
+                          "e.g. 64 or 128,64")
+    return Plan(classes, encoder, rc, cells, ledger, label, sens, n, hidden)
+
+
+def _json_ledger(d: dict) -> dict:
+    return {k: ("inf" if isinstance(v, float) and math.isinf(v) else v) for k, v in d.items()}
+
+
+def _ledger_from_json(d: dict) -> dict:
+    return {k: (float("inf") if v == "inf" else v) for k, v in d.items()}
+
+
+def train(table: Columns, config: TrainConfig, plan_: Plan | None = None, *, seed: int = 0,
+          generator_offset: int = 0, device: str | torch.device = "cpu",
+          progress: Callable[..., Iterable] | None = None, warn: Warn = _no_warn,
+          log: Callable[[str], None] | None = None) -> Fitted:
+    """Encode, train with RaCO-DP (DP-SGD without constraints) and return the model's artifact parts.
+
+    The loop's randomness (batches, Laplace and Gaussian noise) comes from a torch.Generator seeded
+    with ``seed + generator_offset``; an MLP's initial weights come from torch's global generator
+    (``torch.manual_seed``), as the command line seeds it. ``log``: a line every 25 steps with the
+    dual and training accuracy (for the user's eyes only, never stored).
+    """
+    p = plan_ if plan_ is not None else plan(table, config, warn=warn)
+    x, warnings = p.encoder.transform(table)
+    for w in warnings:
+        warn(w)
+    features = torch.as_tensor(x, device=device)
+    index = {c: i for i, c in enumerate(p.classes)}
+    labels = torch.as_tensor([index[str(v).strip()] for v in table[p.label]], device=device)
+    cells = torch.as_tensor(p.cells, device=device) if p.cells is not None else None
+    model = models.build_model(config.model_kind, features.shape[1], len(p.classes), p.hidden)
+    if config.model_kind == "logistic":
+        models.init_zero_(model)
+    model.to(device)
+    ledger = p.ledger
+    rconfig = raco.RacoConfig(
+        steps=ledger.steps, sampling_rate=ledger.sampling_rate, sigma=ledger.sigma, clip_norm=ledger.clip_norm,
+        laplace_b=math.inf if ledger.laplace_b is None else ledger.laplace_b, lr=config.lr,
+        lr_dual=config.lr_dual, dual_update=config.dual_update, dual_momentum=config.dual_momentum,
+        dual_max=config.dual_max, temperature=config.temperature, record_every=25 if log else 0,
+        histogram_batch=config.histogram_batch)
+    generator = torch.Generator()
+    generator.manual_seed(seed + generator_offset)
+
+    def steps(iterable):
+        if progress is None:
+            return iterable
+        return progress(iterable, total=ledger.steps, desc="RaCO-DP" if p.constraints else "DP-SGD")
+
+    def evaluate_train(params):  # log only: training-set numbers for the user's eyes, never stored
+        with torch.no_grad():
+            logits = torch.func.functional_call(model, params, (features,))
+            return {"train_accuracy": round(float((logits.argmax(1) == labels).float().mean()), 4)}
+
+    result = raco.train(model, features, labels, cells, p.constraints, rconfig, generator, steps,
+                        evaluate_train if log else None)
+    if log:
+        for row in result.history:
+            log(" ".join(f"{k}={v}" for k, v in row.items()))
+    tensors = {}
+    for name, value in result.params_last.items():
+        tensors[f"last.{name}"] = value.detach().float().cpu()
+    for name, value in result.params_avg.items():
+        tensors[f"average.{name}"] = value.detach().float().cpu()
+    tensors["dual.last"] = result.dual_last.detach().cpu()
+    tensors["dual.average"] = result.dual_avg.detach().cpu()
+    metadata = {
+        "dpfair.model": {"kind": config.model_kind, "hidden": p.hidden, "n_features": int(features.shape[1]),
+                         "label": p.label, "classes": p.classes, "sensitive": p.sensitive,
+                         "temperature": config.temperature, "feature_names": p.encoder.feature_names},
+        "dpfair.encoder": p.encoder.to_dict(),
+        "dpfair.constraints": p.constraints.to_dict() if p.constraints is not None else None,
+        "dpfair.ledger": _json_ledger(ledger.to_dict()),
+    }
+    return Fitted(tensors, metadata, result.history)
+
+
+class Model:
+    """A dpfair-model made usable: encoder, torch module with the chosen iterate, constraints.
+
+    tensors: the artifact's tensors; metadata: its dpfair.* values, JSON-decoded.
+    """
+
+    def __init__(self, tensors: dict, metadata: dict, iterate: str = "average", source: str = "<model>"):
+        self.info = metadata["dpfair.model"]
+        self.encoder = tab.TableEncoder.from_dict(metadata["dpfair.encoder"])
+        spec = metadata.get("dpfair.constraints")
+        self.constraints = cons.RateConstraints.from_dict(spec) if spec else None
+        self.ledger = _ledger_from_json(metadata["dpfair.ledger"])
+        self.classes = list(self.info["classes"])
+        self.module = models.build_model(self.info["kind"], self.info["n_features"], len(self.classes),
+                                         self.info["hidden"])
+        prefix = {"last": "last.", "average": "average."}[iterate]
+        state = {k[len(prefix):]: torch.as_tensor(v) for k, v in tensors.items() if k.startswith(prefix)}
+        try:
+            self.module.load_state_dict(state)
+        except RuntimeError as exc:
+            raise CortexError(f"{source}: model tensors do not match its architecture ({exc})") from None
+        self.module.eval()
+
+    @classmethod
+    def from_artifact(cls, artifact, iterate: str = "average") -> "Model":
+        return cls(artifact.tensors, {k: artifact.meta_json(k) for k in META_KEYS}, iterate, artifact.source)
+
+    @classmethod
+    def from_fitted(cls, fitted: Fitted, iterate: str = "average") -> "Model":
+        """As if written and read back (metadata through JSON, as an artifact stores it)."""
+        return cls(fitted.tensors, json.loads(json.dumps(fitted.metadata)), iterate, "<sweep>")
+
+    def logits(self, table: Columns, warn: Warn = _no_warn) -> torch.Tensor:
+        """(rows, classes) logits of the table's rows."""
+        x, warnings = self.encoder.transform(table)
+        for w in warnings:
+            warn(w)
+        with torch.no_grad():
+            return self.module(torch.as_tensor(x))
+
+
+def predict(model: Model, table: Columns, warn: Warn = _no_warn) -> tuple[torch.Tensor, torch.Tensor]:
+    """(labels (rows,) int64 class indices, probabilities (rows, classes) float32)."""
+    probs = torch.softmax(model.logits(table, warn), dim=1)
+    return probs.argmax(1).to(torch.int64), probs.float()
+
+
+def evaluate(model: Model, table: Columns, source: str = "<table>", warn: Warn = _no_warn) -> dict:
+    """Metrics of a model on a labelled table (sensitive columns needed for gaps and constraints)."""
+    label = model.info["label"]
+    sens = list(model.info.get("sensitive") or [])
+    need_columns(table, [label], "label", source)
+    tab.check_missing(table, [label])
+    index = {c: i for i, c in enumerate(model.classes)}
+    unknown = sorted(set(v for v in table[label] if v not in index))
+    if unknown:
+        raise CortexError(f"{source}: label values {unknown[:5]} are not classes of the model {model.classes}")
+    y = np.array([index[v] for v in table[label]])
+    logits = model.logits(table, warn)
+    pred = logits.argmax(1).numpy()
+    report = {"rows": int(len(y)), "accuracy": float((pred == y).mean()), "error": float((pred != y).mean())}
+    if sens:
+        need_columns(table, sens, "sensitive", source)
+        tab.check_missing(table, sens)
+        groups = np.array(["&".join(vals) for vals in zip(*[table[c] for c in sens])])
+        report.update(metrics.fairness_gaps(pred, y, groups, len(model.classes)))
+    if model.constraints is not None:
+        need_columns(table, model.constraints.partition.attributes, "constraint", source)
+        cells = torch.as_tensor(model.constraints.partition.cell_index(table))
+        report["constraint_violation"] = metrics.constraint_report(
+            model.constraints, logits, cells, float(model.info["temperature"]))
+    led = model.ledger
+    report["privacy"] = {"epsilon_spent": led["epsilon_spent"], "delta": led["delta"], "steps": led["steps"],
+                         "sigma": led["sigma"], "laplace_b": led["laplace_b"], "laplace_scale": led.get("laplace_scale"),
+                         "sampling_rate": led["sampling_rate"], "accountant": led["accountant"]}
+    return report
+
+
+@dataclass
+class AccountConfig:
+    """A mechanism to account: give three of (sigma, steps, epsilon) minus one, plus q or (B, n)."""
+    sigma: float | None = None
+    laplace_b: float | None = None
+    sampling_rate: float | None = None
+    batch_size: float | None = None
+    n_records: int | None = None
+    steps: int | None = None
+    delta: float = 1e-5
+    epsilon: float | None = None
+    max_steps: int = 5000
+
+
+def account(config: AccountConfig) -> dict:
+    """Epsilon of (sigma, b, q, T, delta), or the largest T / smallest sigma within a budget."""
+    sigma, laplace_b, steps, delta, epsilon = (config.sigma, config.laplace_b, config.steps, config.delta,
+                                               config.epsilon)
+    sampling_rate = config.sampling_rate
+    if sampling_rate is None:
+        if config.batch_size is None or config.n_records is None:
+            raise CortexError("give --sampling-rate q, or --batch-size B with --n records")
+        sampling_rate = min(1.0, config.batch_size / config.n_records)
+    if not (0 < sampling_rate <= 1):
+        raise CortexError(f"the sampling rate must be in (0, 1], got {sampling_rate}")
+    if not (0 < delta < 1):
+        raise CortexError(f"--delta must be in (0, 1), got {delta}")
+    if laplace_b is not None and not (laplace_b > 0 and math.isfinite(laplace_b)):
+        raise CortexError(f"--laplace-b must be a positive finite number, got {laplace_b}")
+    if sigma is not None and not (sigma > 0 and math.isfinite(sigma)):
+        raise CortexError(f"--sigma must be a positive finite number, got {sigma}")
+    if epsilon is not None and not (epsilon > 0 and math.isfinite(epsilon)):
+        raise CortexError(f"--epsilon must be a positive finite number, got {epsilon}")
+    report = {"mechanism": "Poisson-subsampled Gaussian" + (" + Poisson-subsampled Laplace histogram"
+                                                             if laplace_b is not None else " (DP-SGD)")}
+    if sigma is None:
+        if epsilon is None or steps is None:
+            raise CortexError("without --sigma give --epsilon and --steps to calibrate sigma")
+        try:
+            sigma = accounting.calibrate_sigma(laplace_b, sampling_rate, steps, epsilon, delta)
+        except ValueError as exc:
+            raise CortexError(str(exc)) from None
+        report["solved_for"] = "sigma"
+    elif steps is None:
+        if epsilon is None:
+            raise CortexError("give --steps (to get epsilon) or --epsilon (to get the largest number of steps)")
+        steps = accounting.max_steps(sigma, laplace_b, sampling_rate, epsilon, delta, cap=config.max_steps)
+        report["solved_for"] = "steps"
+        if steps == config.max_steps:
+            report["note"] = f"the step search stopped at --max-steps {config.max_steps}"
+    else:
+        report["solved_for"] = "epsilon"
+    parts = accounting.epsilon_parts(sigma, laplace_b, sampling_rate, steps, delta)
+    report.update({
+        "sigma": sigma, "laplace_b": laplace_b,
+        "laplace_scale": None if laplace_b is None else 1.0 / laplace_b,
+        "sampling_rate": sampling_rate, "steps": steps, "delta": delta, "epsilon_target": epsilon,
+        "epsilon": parts["total"], "epsilon_gaussian_only": parts["gaussian_only"],
+        "epsilon_laplace_only": parts.get("laplace_only"),
+        "within_budget": None if epsilon is None else bool(parts["total"] <= epsilon),
+        "accountant": accounting.ACCOUNTANT_NAME,
+        "laplace_convention": accounting.LAPLACE_CONVENTION,
+    })
+    return report
+
+
+def parse_gammas(text: str) -> list[float]:
+    grid = []
+    for g in [t.strip() for t in (text or "").split(",") if t.strip()]:
+        try:
+            grid.append(float(g))
+        except ValueError:
+            raise CortexError(f"--gammas: {g!r} is not a number") from None
+    if not grid:
+        raise CortexError("--gammas is empty")
+    return grid
+
+
+def sweep(table: Columns, test: Columns, config: TrainConfig, gammas: Sequence[float], *, seeds: int = 1,
+          iterate: str = "average", seed: int = 0, source: str = "<table>", test_source: str = "<test>",
+          device="cpu", progress=None, warn: Warn = _no_warn, info: Warn = _no_warn) -> dict:
+    """Train over a gamma grid at a fixed epsilon -> Pareto report (error vs gap on ``test``)."""
+    if config.constraint == "none":
+        raise CortexError("sweep varies gamma: give a constraint, not none")
+    configs = [_with_gamma(config, g) for g in gammas]
+    plans = [plan(table, c, source=source, warn=warn) for c in configs]   # all checks first
+    rows = []
+    for g, c, p in zip(gammas, configs, plans):
+        runs = []
+        for s in range(seeds):
+            fitted = train(table, c, p, seed=seed, generator_offset=1000 * s, device=device,
+                           progress=progress, warn=warn)
+            runs.append(evaluate(Model.from_fitted(fitted, iterate), test, test_source, warn))
+        row = {"gamma": g, "epsilon": p.ledger.epsilon_spent, "steps": p.ledger.steps, "sigma": p.ledger.sigma}
+        for key in ("error", "accuracy", "dp_gap", "ovr_gap", "eo_gap"):
+            vals = [r[key] for r in runs if key in r]
+            if vals:
+                row[key] = statistics.fmean(vals)
+                row[f"{key}_sd"] = statistics.stdev(vals) if len(vals) > 1 else 0.0
+        row["max_violation_hard"] = statistics.fmean(r["constraint_violation"]["max_violation_hard"] for r in runs)
+        rows.append(row)
+        info(f"gamma {g:g}: error {row['error']:.4f} dp_gap {row.get('dp_gap', float('nan')):.4f}")
+    return {"constraint": config.constraint,
+            "epsilon_per_run": rows[0]["epsilon"], "delta": plans[0].ledger.delta, "runs": len(gammas) * seeds,
+            "privacy_note": "each run spends epsilon_per_run; releasing all of them composes "
+                            "(at most runs x epsilon_per_run by basic composition)",
+            "iterate": iterate, "rows": rows}
+
+
+def _with_gamma(config: TrainConfig, gamma: float) -> TrainConfig:
+    from dataclasses import replace
+
+    return replace(config, gamma=gamma)

@@ -1,0 +1,132 @@
+"""The whole method as functions over windows (what each ``tokenize-eeg`` verb calls).
+
+Windows come as an iterable of objects with ``x`` (batch, C, P, L) float32 numpy arrays in
+100 uV (``formats.eeg.WindowBatch``), so long recordings stream through encode/evaluate/features.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
+import torch
+
+from cortexkit.tools.eeg import analysis
+from cortexkit.tools.eeg.model import TFDualTokenizer, TokenizerConfig
+from cortexkit.tools.eeg.train import TrainConfig, train
+
+
+def fit(windows: np.ndarray, model_config: TokenizerConfig, train_config: TrainConfig, *,
+        seed: int = 0, device: str | torch.device = "cpu",
+        on_epoch: Callable[[int, dict], None] | None = None, progress=None):
+    """Build and train a tokenizer on windows (N, C, P, L) -> (model, per-epoch history)."""
+    torch.manual_seed(seed)
+    model = TFDualTokenizer(model_config).to(device)
+    generator = torch.Generator().manual_seed(seed)
+    history = train(model, torch.from_numpy(np.ascontiguousarray(windows)), train_config,
+                    generator=generator, on_epoch=on_epoch, progress=progress)
+    return model, history
+
+
+def state_tensors(model: TFDualTokenizer) -> dict[str, torch.Tensor]:
+    """Every parameter and buffer (float32/bool), by state-dict name."""
+    return {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+
+
+def from_state(config: TokenizerConfig, tensors: dict[str, torch.Tensor]) -> TFDualTokenizer:
+    """A tokenizer (eval mode) from its config and :func:`state_tensors` (strict key match)."""
+    model = TFDualTokenizer(config)
+    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    if missing or unexpected:
+        raise ValueError(f"tokenizer tensors do not match its config (missing {missing[:3]}, "
+                         f"unexpected {unexpected[:3]})")
+    return model.eval()
+
+
+@dataclass
+class Encoded:
+    """Tokens of every window: token_t/token_f (W, C, P), starts (W,) s, source index (W,),
+    labels, and the count of windows with |x| >= 100 uV."""
+
+    token_t: np.ndarray | None
+    token_f: np.ndarray
+    starts: np.ndarray
+    source: np.ndarray
+    labels: list[str] = field(default_factory=list)
+    high_amplitude: int = 0
+
+
+def encode_windows(model: TFDualTokenizer, batches: Iterable, *, high_amplitude=None,
+                   device="cpu", progress=None) -> Encoded:
+    """Stream batches through one encoder pass each -> :class:`Encoded`."""
+    parts: dict[str, list] = {"t": [], "f": [], "starts": [], "source": [], "labels": []}
+    high = 0
+    for batch in (progress(batches) if progress else batches):
+        tokens = analysis.encode(model, torch.from_numpy(batch.x).to(device))
+        for name in ("t", "f"):
+            if f"token_{name}" in tokens:
+                parts[name].append(tokens[f"token_{name}"].cpu().numpy())
+        parts["starts"].append(batch.starts)
+        parts["source"].append(np.full(len(batch.x), batch.source_index, dtype=np.int64))
+        parts["labels"] += batch.labels
+        if high_amplitude is not None:
+            high += int(high_amplitude(batch.x).sum())
+    if not parts["f"]:
+        raise ValueError("no windows to encode")
+    dtype = np.int16 if model.config.codebook_size <= 32767 else np.int32
+    cat = lambda k: np.concatenate(parts[k]).astype(dtype)  # noqa: E731
+    return Encoded(cat("t") if parts["t"] else None, cat("f"), np.concatenate(parts["starts"]),
+                   np.concatenate(parts["source"]), parts["labels"], high)
+
+
+def decode_tokens(model: TFDualTokenizer, token_t: np.ndarray | None, token_f: np.ndarray, *,
+                  batch_size: int = 32) -> dict[str, np.ndarray]:
+    """Tokens (W, C, P) -> signal (W, C, P, L) in 100 uV (dual only) and the standardised
+    amplitude and phase (W, C, P, L) of the L-point FFT."""
+    out: dict[str, list] = {}
+    for i in range(0, len(token_f), batch_size):
+        tokens = {"token_f": torch.from_numpy(token_f[i:i + batch_size].astype(np.int64))}
+        if model.dual:
+            tokens["token_t"] = torch.from_numpy(token_t[i:i + batch_size].astype(np.int64))
+        for key, value in analysis.decode(model, tokens).items():
+            out.setdefault(key, []).append(value.float().numpy())
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def evaluate(model: TFDualTokenizer, batches: Iterable, *, device="cpu", progress=None) -> dict:
+    """Reconstruction metrics and codebook health over streamed windows."""
+    rec = analysis.Reconstruction(model.config.patch_size)
+    tokens_t, tokens_f, n = [], [], 0
+    for batch in (progress(batches) if progress else batches):
+        x = torch.from_numpy(batch.x).to(device)
+        tokens = analysis.encode(model, x)
+        rec.add(x.cpu(), {k: v.cpu() for k, v in analysis.decode(model, tokens).items()})
+        tokens_f.append(tokens["token_f"].cpu().numpy())
+        if "token_t" in tokens:
+            tokens_t.append(tokens["token_t"].cpu().numpy())
+        n += len(batch.x)
+    if n == 0:
+        raise ValueError("no windows to evaluate")
+    ema = {"f": model.quantize_f.cluster_size.cpu().numpy()}
+    if model.dual:
+        ema["t"] = model.quantize_t.cluster_size.cpu().numpy()
+    health = analysis.codebook_health(np.concatenate(tokens_t) if tokens_t else None,
+                                      np.concatenate(tokens_f), model.config.codebook_size, ema)
+    return {"windows": n, "reconstruction": rec.result(model.dual), "codebooks": health}
+
+
+def features(model: TFDualTokenizer, token_t: np.ndarray | None, token_f: np.ndarray,
+             *, parts: tuple[str, ...] = ("hist", "mean")) -> dict[str, np.ndarray]:
+    """Per-window feature columns: ``hist_t_K``/``hist_f_K`` (share of patches with code K) and
+    ``mean_t_D``/``mean_f_D`` (mean quantized vector) -> {column name: (W,) float32}."""
+    tokens = {"token_f": torch.from_numpy(token_f.astype(np.int64))}
+    if token_t is not None and model.dual:
+        tokens["token_t"] = torch.from_numpy(token_t.astype(np.int64))
+    columns: dict[str, np.ndarray] = {}
+    for key, matrix in analysis.window_features(model, tokens).items():
+        kind, stream = key.split("_")
+        if kind in parts:
+            for j in range(matrix.shape[1]):
+                columns[f"{kind}_{stream}_{j}"] = np.ascontiguousarray(matrix[:, j])
+    return columns

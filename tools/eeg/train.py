@@ -1,0 +1,98 @@
+"""Training of a TFDual tokenizer: AdamW, linear warmup from 1e-6 then step-level cosine to min_lr.
+
+Windows are ``x`` (N, C, P, L) float32 in units of 100 uV. Mixed precision (bf16 autocast) keeps the
+quantizers in fp32 (they disable autocast themselves).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import torch
+
+from cortexkit.tools.eeg.losses import tokenizer_loss
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 20
+    batch_size: int = 64
+    lr: float = 1e-4
+    min_lr: float = 1e-5
+    weight_decay: float = 1e-4
+    warmup_epochs: float = 5.0
+    contrastive: bool = True
+    amp: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def learning_rate(step: int, total: int, warmup: int, lr: float, min_lr: float) -> float:
+    """Linear warmup from 1e-6 over ``warmup`` steps, then cosine from lr to min_lr."""
+    if step < warmup:
+        return 1e-6 + (lr - 1e-6) * step / max(warmup, 1)
+    progress = (step - warmup) / max(total - warmup, 1)
+    return min_lr + 0.5 * (lr - min_lr) * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def usage(tokens: torch.Tensor, size: int) -> dict[str, float]:
+    """Codes used and perplexity exp(H) of the token histogram of ``tokens`` (any shape)."""
+    counts = torch.bincount(tokens.reshape(-1).long(), minlength=size).double()
+    p = counts / counts.sum().clamp_min(1)
+    entropy = -(p[p > 0] * p[p > 0].log()).sum()
+    return {"used": int((counts > 0).sum()), "perplexity": float(entropy.exp())}
+
+
+def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Generator,
+          on_epoch: Callable[[int, dict], None] | None = None, progress=None) -> list[dict]:
+    """Train ``model`` in place on windows ``x`` (N, C, P, L); returns per-epoch mean losses and
+    codebook usage. ``progress(iterable, total)`` wraps the step loop (e.g. a tqdm bar)."""
+    n = x.shape[0]
+    if n < 2 and config.contrastive:
+        raise ValueError(f"training needs at least 2 windows for the contrastive term (got {n})")
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        (no_decay if param.ndim < 2 or name.endswith(("_embed", "cls_token")) else decay).append(param)
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=config.lr)
+    per_epoch = max(1, math.ceil(n / config.batch_size))
+    total, warmup = config.epochs * per_epoch, int(round(config.warmup_epochs * per_epoch))
+    history, step = [], 0
+    device = next(model.parameters()).device
+    for epoch in range(config.epochs):
+        model.train()
+        order = torch.randperm(n, generator=generator)
+        sums: dict[str, float] = {}
+        tokens = {"t": [], "f": []}
+        batches = range(0, n, config.batch_size)
+        for start in (progress(batches, per_epoch) if progress else batches):
+            idx = order[start:start + config.batch_size]
+            if config.contrastive and len(idx) < 2:
+                continue  # NT-Xent needs two windows; a lone last window waits for the next epoch
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(step, total, warmup, config.lr, config.min_lr)
+            batch = x[idx].to(device)
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.amp):
+                terms = tokenizer_loss(model, batch, contrastive=config.contrastive)
+            optimizer.zero_grad(set_to_none=True)
+            terms["total"].backward()
+            optimizer.step()
+            step += 1
+            for key, value in terms.items():
+                if key != "_tokens":
+                    sums[key] = sums.get(key, 0.0) + float(value.detach()) * len(idx)
+            for key, value in terms["_tokens"].items():
+                tokens[key[-1]].append(value.detach().reshape(-1))
+        record = {"epoch": epoch + 1, "lr": optimizer.param_groups[0]["lr"],
+                  **{k: v / n for k, v in sums.items()}}
+        for stream, chunks in tokens.items():
+            if chunks:
+                record[f"codebook_{stream}"] = usage(torch.cat(chunks), model.config.codebook_size)
+        history.append(record)
+        if on_epoch is not None:
+            on_epoch(epoch + 1, record)
+    model.eval()
+    return history
