@@ -302,10 +302,12 @@ ADVANCED_NET = ("smoothing", "weight_decay", "val_fraction", "patience", "val_nf
 @click.option("--heads", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--ff", type=click.IntRange(min=4), default=128, show_default=True)
 @click.option("--dropout", type=click.FloatRange(0, 1), default=0.1, show_default=True)
+@click.option("--group", default=None, metavar="TENSOR|COLUMN",
+              help="Validation holds out whole groups: a tensor of DATA (users), or a table column.")
 @input_options
 def fit(run, data, kind, representation, reference, condition, context_file, head, context_encoder,
         context_hidden, smoothing, epochs, batch_size, lr, weight_decay, val_fraction, patience, val_nfe,
-        d_model, layers, heads, ff, dropout, **kwargs):
+        d_model, layers, heads, ff, dropout, group, **kwargs):
     """Fit a model to permutations (DATA -> permutation-model artifact)."""
     from cortexkit.tools.permutations import api, io
 
@@ -313,7 +315,7 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
                            smoothing, api.TrainConfig(epochs, batch_size, lr, weight_decay, val_fraction,
                                                         patience, val_nfe),
                            d_model, layers, heads, ff, dropout, has_context_file=context_file is not None)
-    orders = io.load_orders(data, pop_input(kwargs))
+    orders = io.load_orders(data, api.replace(pop_input(kwargs), group=group))
     if condition == "items" and orders.items is None:
         raise CortexError(f"{data}: --condition items needs per-row item ids (a rating table or a "
                           "permutations artifact with an 'items' tensor)")
@@ -324,7 +326,7 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
         context = io.read_context(context_file, len(orders.orderings))
     fitted = api.fit(config, orders.orderings,
                      reference=io.parse_reference(reference, orders.orderings.shape[1]), items=orders.items,
-                     context=context, context_name=context_file, seed=run.seed, device=run.device,
+                     context=context, context_name=context_file, groups=orders.groups, seed=run.seed, device=run.device,
                      info=run.info, detail=run.detail, warn=run.warn,
                      progress=lambda it: run.progress(it, desc="epochs"))
     tensors, meta = api.model_tensors(fitted, orders.item_names)

@@ -28,6 +28,7 @@ class Orders:
     ratings: np.ndarray | None = None
     users: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
+    groups: np.ndarray | None = None  # (m,) int64 group of each row (fit --group)
 
 
 def check_orderings(x: np.ndarray, name: str, rows: list[int] | None = None, what: str = "row") -> None:
@@ -334,6 +335,7 @@ class OrderOptions:
     test_fraction: float = 0.2
     split_seed: int = 0
     draws: int = 1
+    group: str | None = None  # fit --group: a tensor (artifacts), column (tables) or "users"
 
 
 def sniff_orders(data: bytes, name: str) -> str:
@@ -355,13 +357,19 @@ def sniff_orders(data: bytes, name: str) -> str:
     return "movielens" if kind == "ratings" else kind
 
 
-def table_orders(data: bytes, name: str, as_: str = "orderings", base: str = "auto") -> Orders:
+def table_orders(data: bytes, name: str, as_: str = "orderings", base: str = "auto",
+                 group: str | None = None) -> Orders:
     """Orderings from a table (CSV, NPY, NPZ or ``table`` artifact) of integer columns: each
     row one permutation, column j the item at position j (or, ``as_="rankings"``, the position
     of item j); ``base`` as for text."""
     from cortexkit.formats.table import parse_table
 
     table = parse_table(data, name)
+    groups = None
+    if group is not None:
+        table.require([group])
+        groups = table.codes(group)[0]
+        table = table.drop([group])
     coded = [c for c in table.names if table.is_categorical(c)]
     if coded:
         raise CortexError(f"{name}: column '{coded[0]}' is categorical; orderings need integer "
@@ -377,7 +385,7 @@ def table_orders(data: bytes, name: str, as_: str = "orderings", base: str = "au
     if base == "1":
         x = x - 1
     check_orderings(x, name)
-    return Orders(invert_rows(x) if as_ == "rankings" else x)
+    return Orders(invert_rows(x) if as_ == "rankings" else x, groups=groups)
 
 
 def load_orders(source, options: OrderOptions | None = None) -> Orders:
@@ -391,10 +399,23 @@ def load_orders(source, options: OrderOptions | None = None) -> Orders:
     fmt = opts.fmt
     if fmt == "auto":
         fmt = sniff_orders(data, name)
+        if fmt == "text" and opts.group is not None:  # a CSV with a group column: a table
+            fmt = "table"
+    orders = _load(data, name, fmt, opts)
+    if opts.group is not None and orders.groups is None:
+        if orders.users is not None and opts.group == "users":
+            orders.groups = np.asarray(orders.users, dtype=np.int64)
+        else:
+            raise CortexError(f"{name}: --group {opts.group}: no such tensor or column (give a 'users'-like "
+                              "tensor of a permutations artifact, a table column, or 'users' for rating tables)")
+    return orders
+
+
+def _load(data: bytes, name: str, fmt: str, opts: OrderOptions) -> Orders:
     if fmt not in ("text", "table") and opts.as_ == "rankings" and fmt != "artifact":
         raise CortexError(f"{name}: --as rankings applies to text and artifacts; {fmt} input holds orderings")
     if fmt == "table":
-        return table_orders(data, name, opts.as_, opts.base)
+        return table_orders(data, name, opts.as_, opts.base, opts.group)
     if fmt == "artifact":
         art = decode(data, name, "np")
         check_kind(art, "permutations")
@@ -404,6 +425,12 @@ def load_orders(source, options: OrderOptions | None = None) -> Orders:
             x = invert_rows(x)
         names = art.meta_json("permutations.items")
         extra = {k: np.asarray(art.tensors[k]) for k in ("items", "ratings", "users") if k in art.tensors}
+        if opts.group is not None and opts.group in art.tensors:
+            groups = np.asarray(art.tensors[opts.group])
+            if groups.shape != (len(x),) or groups.dtype.kind not in "iub":
+                raise CortexError(f"{name}: --group {opts.group}: expected an integer tensor of shape "
+                                  f"({len(x)},), got {groups.dtype} {list(groups.shape)}")
+            extra["groups"] = groups.astype(np.int64)
         return Orders(x, item_names=names, **extra)
     if fmt == "preflib":
         return read_preflib(data, name, opts.partial, np.random.default_rng(opts.split_seed))

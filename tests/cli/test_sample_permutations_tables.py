@@ -53,3 +53,17 @@ def test_bad_tables_are_one_line_errors(cli, tmp_path, rows, one_line_error):
         proc = cli(TOOL, "fit", tmp_path / name, "--model", "product", "-o", tmp_path / "x.st")
         one_line_error(proc, f"{TOOL} fit", words)
         assert not (tmp_path / "x.st").exists()
+
+
+def test_fit_group_column_holds_out_users(cli, tmp_path, rows, one_line_error):
+    csv = tmp_path / "orders.csv"
+    users = np.arange(len(rows)) // 5
+    csv.write_text("user,p0,p1,p2,p3\n" + "\n".join(f"{u}," + ",".join(map(str, r))
+                                                   for u, r in zip(users, rows)) + "\n")
+    proc = cli(TOOL, "fit", csv, "--group", "user", "--model", "ar", "--epochs", "1", "--d-model", "8",
+               "--heads", "2", "--ff", "8", "-o", tmp_path / "m.st")
+    assert proc.returncode == 0, proc.stderr
+    assert "validation held-out groups" in proc.stderr and "val_rows 5" in proc.stderr  # 1 of 10 users
+    bad = cli(TOOL, "fit", csv, "--group", "nope", "--model", "ar", "-o", tmp_path / "x.st")
+    one_line_error(bad, f"{TOOL} fit", "nope")
+    assert not (tmp_path / "x.st").exists()

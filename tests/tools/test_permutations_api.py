@@ -81,3 +81,15 @@ def test_configs_refuse_bad_combinations_before_any_data():
         api.SampleConfig(num=5, strategy="beam", beam_width=2)
     with pytest.raises(CortexError, match="--given x"):
         api.parse_given("x")
+
+
+def test_group_split_holds_out_whole_groups():
+    from cortexkit.tools.permutations import neural as N
+
+    groups = torch.arange(300) // 7  # 43 users, 7 rows each (the last has 6)
+    val, train = N.validation_split(300, 0.2, torch.Generator().manual_seed(0), groups)
+    assert len(val) + len(train) == 300
+    assert not set(groups[val].tolist()) & set(groups[train].tolist())
+    assert len(set(groups[val].tolist())) == round(43 * 0.2)
+    plain_val, _ = N.validation_split(300, 0.2, torch.Generator().manual_seed(0))
+    assert set(groups[plain_val].tolist()) & set(groups[train].tolist())  # rows split, users shared

@@ -175,14 +175,15 @@ class FitConfig:
 
 def fit(config: FitConfig, x: torch.Tensor, *, reference: torch.Tensor | None = None,
         items: torch.Tensor | None = None, context: torch.Tensor | None = None,
-        context_name: str = "the context", seed: int | None = 0, device: torch.device | str = "cpu", progress: Callable | None = None,
+        context_name: str = "the context", groups: torch.Tensor | None = None, seed: int | None = 0, device: torch.device | str = "cpu", progress: Callable | None = None,
         info: Callable[[str], None] = _quiet, detail: Callable[[str], None] = _quiet,
         warn: Callable[[str], None] = _quiet) -> M.PermutationModel:
     """Fit ``config`` to orderings ``x`` ``(m, n)`` int64.
 
     ``reference`` ``(n,)`` overrides ``config.reference`` (a file's order); ``items`` ``(m, n)``
     outside item ids (``condition="items"``); ``context`` ``(m, k, d)`` float feature tokens
-    (``condition="features"``). The network's initialisation and dropout draw from torch's
+    (``condition="features"``); ``groups`` ``(m,)``: validation holds out whole groups (users),
+    so early stopping is chosen on unseen groups. The network's initialisation and dropout draw from torch's
     global generator seeded with ``seed`` (restored afterwards); batches from ``generator(seed)``.
     """
     x = torch.as_tensor(x, dtype=torch.int64)
@@ -198,6 +199,8 @@ def fit(config: FitConfig, x: torch.Tensor, *, reference: torch.Tensor | None = 
         warn("plackett-luce has no reference order; --reference ignored")
     if config.train.val_nfe is not None and config.train.val_nfe > n:
         raise CortexError(f"--val-nfe {config.train.val_nfe}: must be at most n = {n}")
+    if groups is not None and config.kind not in N.MODES:
+        warn(f"--group: a {config.kind} fit has no validation split; ignored")
     info(f"fitting {config.kind} to {len(x)} permutations of n = {n}")
     with torch.random.fork_rng(devices=[]):
         if seed is not None:
@@ -206,7 +209,8 @@ def fit(config: FitConfig, x: torch.Tensor, *, reference: torch.Tensor | None = 
                      smoothing=config.smoothing, net_config=config.net_config(),
                      train_config=config.train, generator=generator(seed), progress=progress,
                      log=detail, items=None if config.condition != "items" else torch.as_tensor(items),
-                     context=context if config.condition == "features" else None, device=device)
+                     context=context if config.condition == "features" else None, device=device,
+                     groups=None if groups is None or config.kind not in N.MODES else torch.as_tensor(groups))
 
 
 def summary(model: M.PermutationModel) -> str:

@@ -621,24 +621,48 @@ def held_out_nll(net: PermutationTransformer, code: torch.Tensor, context=None, 
     return float(-log_prob_codes(net, code, context=context, nfe=nfe).mean())
 
 
+def validation_split(m: int, val_fraction: float, generator: torch.Generator | None = None,
+                     groups: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(validation rows, training rows) of ``m`` rows (none held out below 20 rows).
+
+    Without ``groups``: a random ``val_fraction`` of the rows. With ``groups`` ``(m,)`` (say the
+    user of each row): a random ``val_fraction`` of the *groups*, all of their rows held out, so
+    the validation rows come from groups the training never sees.
+    """
+    if groups is None:
+        n_val = int(round(m * val_fraction)) if m >= 20 else 0
+        perm = torch.randperm(m, generator=generator)
+        return perm[:n_val], perm[n_val:]
+    groups = torch.as_tensor(groups)
+    if groups.shape != (m,):
+        raise ValueError(f"groups must have one entry per row ({m}), got shape {tuple(groups.shape)}")
+    _, inverse = torch.unique(groups, return_inverse=True)
+    count = int(inverse.max()) + 1 if m else 0
+    n_val = int(round(count * val_fraction)) if m >= 20 and count >= 2 else 0
+    n_val = min(n_val, count - 1) if count >= 2 else 0
+    held = torch.zeros(count, dtype=torch.bool)
+    held[torch.randperm(count, generator=generator)[:n_val]] = True
+    mask = held[inverse]
+    return mask.nonzero()[:, 0], (~mask).nonzero()[:, 0]
+
+
 def train(net: PermutationTransformer, code: torch.Tensor, config: TrainConfig, *,
           context: torch.Tensor | None = None, generator: torch.Generator | None = None,
-          progress=None, log=None) -> dict:
+          progress=None, log=None, groups: torch.Tensor | None = None) -> dict:
     """Adam(W) on the mode's loss; keeps the state with the best validation NLL.
 
     ``code`` ``(m, n)`` training codes; ``context`` ``(m, k, d)`` or None.
     Returns a history dict (``train_loss``, ``val_nll`` per epoch, ``best_epoch``).
     """
     m = code.shape[0]
-    n_val = int(round(m * config.val_fraction)) if m >= 20 else 0
-    perm = torch.randperm(m, generator=generator)
-    val_idx, train_idx = perm[:n_val], perm[n_val:]
+    val_idx, train_idx = validation_split(m, config.val_fraction, generator, groups)
+    n_val = len(val_idx)
     opt = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     steps_per_epoch = max(1, math.ceil(len(train_idx) / config.batch_size))
     total_steps = config.epochs * steps_per_epoch
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=config.lr, total_steps=total_steps,
                                                 pct_start=0.1, anneal_strategy="cos")
-    history = {"train_loss": [], "val_nll": [], "best_epoch": None}
+    history = {"train_loss": [], "val_nll": [], "best_epoch": None, "val_rows": n_val}
     best, best_state, since = math.inf, None, 0
     epochs = range(config.epochs) if progress is None else progress(range(config.epochs))
     for epoch in epochs:
