@@ -35,13 +35,19 @@ from cortexkit.tools.permutations import neural as N  # noqa: E402
 from cortexkit.tools.permutations import representations as R  # noqa: E402
 
 
-def best_rate(fn, count, repeats=3):
-    """count / the fastest of ``repeats`` runs (the least disturbed by other jobs)."""
-    times = []
+CPU_RATES = {}
+
+
+def best_rate(fn, count, repeats=3, key=None):
+    """count / the fastest of ``repeats`` wall times; the CPU-time rate (process_time, the one
+    thread's own time, which other jobs on a shared machine do not inflate) goes to CPU_RATES."""
+    times, cpu = [], []
     for _ in range(repeats):
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - began)
+        cpu.append(time.process_time() - began_cpu)
+    CPU_RATES.setdefault("last", []).append(count / min(cpu))
     return count / min(times)
 
 
@@ -98,6 +104,8 @@ def main():
                 lambda: N.beam_search_codes(arc, 64, beam_width=16, keep=1, context=bctx[:64],
                                             incremental=False), 64, 1)
         result["by_n"][n] = {k: round(float(v), 3) for k, v in e.items()}
+        rates = [k for k in e if not k.startswith(("ratio", "speedup")) and not k.endswith("us_per_digit")]
+        result["by_n"][n]["cpu_time_rates"] = {k: round(v, 1) for k, v in zip(rates, CPU_RATES.pop("last"))}
         print(n, result["by_n"][n], flush=True)
 
     # through the installed command: sample -v reports its own throughput (start-up excluded)

@@ -313,7 +313,8 @@ def check_sample(model: M.PermutationModel, config: SampleConfig, items_given: b
 
 
 def sample(model: M.PermutationModel, config: SampleConfig, *, items: torch.Tensor | None = None,
-           context: torch.Tensor | None = None, seed: int | None = 0) -> Sampled:
+           context: torch.Tensor | None = None, seed: int | None = 0,
+           evidence: torch.Tensor | None = None) -> Sampled:
     """Draw (or search for the best) orderings of ``model``.
 
     ``items`` ``(rows, n)`` (item-conditioned models) or ``context`` ``(rows, m, d)`` (feature
@@ -322,6 +323,8 @@ def sample(model: M.PermutationModel, config: SampleConfig, *, items: torch.Tens
     """
     given = None if config.given is None else torch.tensor(config.given, dtype=torch.int64)
     check_sample(model, config, items is not None)
+    if evidence is not None:
+        return sample_evidence(model, config, evidence, items=items, context=context, seed=seed)
     num = config.total
     if items is not None and config.strategy == "sample":
         items = items.repeat_interleave(num, 0)
@@ -350,6 +353,46 @@ def sample(model: M.PermutationModel, config: SampleConfig, *, items: torch.Tens
                + ("" if items is None and context is None else
                   f" (mean over rows of the best {float(log_likelihood.view(-1, num)[:, 0].mean()):.4f})"))
     return Sampled(x, extra, message, seconds, rows=len(x) // num)
+
+
+def sample_evidence(model: M.PermutationModel, config: SampleConfig, evidence: torch.Tensor, *,
+                    items: torch.Tensor | None = None, context: torch.Tensor | None = None,
+                    seed: int | None = 0, source: str = "--given-file") -> Sampled:
+    """:func:`sample` with each row's own evidence ``(rows, r_max)`` padded with -1 (see
+    :mod:`evidence`): ``-n`` orderings per row (searches: the ``-n`` best), rows in order;
+    ``items`` / ``context`` have one row per evidence row."""
+    from cortexkit.tools.permutations import evidence as E
+
+    if config.given is not None:
+        raise CortexError("--given and --given-file: give one prefix for all rows or one per row, not both")
+    rows = len(evidence)
+    for what, t in (("--items", items), ("--context", context)):
+        if t is not None and len(t) != rows:
+            raise CortexError(f"{source}: {rows} evidence rows, {what} has {len(t)}; give one per row")
+    ev = E.prepare(model, evidence, conditional_on_items=items is not None, source=source)
+    cond = None
+    if model.net is not None:
+        cond = model.conditioning(None if items is None else E.relabel_items(torch.as_tensor(items), ev.labels),
+                                  context)
+    g = generator(seed)
+    num = config.total
+    began = time.perf_counter()
+    if config.strategy == "sample":
+        x = E.sample(model, ev, num, cond=cond, nfe=config.nfe, partition=config.partition, generator=g,
+                     batch_size=config.batch_size)
+        extra = {} if items is None else {"items": torch.as_tensor(items).repeat_interleave(num, 0)}
+        return Sampled(x, extra, seconds=time.perf_counter() - began)
+    x, ll = E.best(model, ev, beam_width=config.beam_width, keep=num, cond=cond, nfe=config.nfe,
+                   partition=config.partition, generator=g, batch_size=min(config.batch_size, 4096))
+    seconds = time.perf_counter() - began
+    if not torch.isfinite(ll).all():
+        raise CortexError(f"fewer than {num} completions of some row have positive probability; keep fewer")
+    extra = {"log_likelihood": ll}
+    if items is not None:
+        extra["items"] = torch.as_tensor(items).repeat_interleave(num, 0)
+    message = (f"{config.strategy} search: mean over rows of the best conditional log-likelihood "
+               f"{float(ll.view(-1, num)[:, 0].mean()):.4f}")
+    return Sampled(x, extra, message, seconds, rows=rows)
 
 
 # ----------------------------------------------------------------------------------------------
