@@ -390,7 +390,6 @@ def table_orders(data: bytes, name: str, as_: str = "orderings", base: str = "au
 
 def load_orders(source, options: OrderOptions | None = None) -> Orders:
     """Orders (orderings and extras) from a path or stdin (``-``) in any supported format."""
-    from cortexkit.formats.artifact import check_kind, decode
     from cortexkit.formats.stdio import display_name, read_bytes
 
     opts = options or OrderOptions()
@@ -412,6 +411,8 @@ def load_orders(source, options: OrderOptions | None = None) -> Orders:
 
 
 def _load(data: bytes, name: str, fmt: str, opts: OrderOptions) -> Orders:
+    from cortexkit.formats.artifact import check_kind, decode
+
     if fmt not in ("text", "table") and opts.as_ == "rankings" and fmt != "artifact":
         raise CortexError(f"{name}: --as rankings applies to text and artifacts; {fmt} input holds orderings")
     if fmt == "table":
