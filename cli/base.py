@@ -12,11 +12,42 @@ commands with :func:`command`). The base gives each of them
   progress bars, random generators and the resolved configuration.
 
 Nothing here imports torch at module import time: ``--help`` must stay fast.
+
+How a tool declares its outputs
+-------------------------------
+Every file a verb writes is declared as an option (or argument) of type :class:`OutputPath`,
+most simply with :func:`output_option`::
+
+    @verb(group, "score", output="report")
+    @click.argument("model_file", metavar="MODEL")
+    @output_option("--scores", "scores_path", metavar="PATH", help="Per-row scores artifact.")
+    @output_option("--plot", metavar="PNG", help="Histogram of the scores (needs matplotlib).")
+    def score(run, model_file, scores_path, plot): ...
+
+The base then, before the verb body runs, checks ``-o`` and every given output path: its
+folder exists and lets us create files, it is not a folder, no two outputs are the same file.
+Inside the body write only through the :class:`Run`: ``run.write_artifact(...)``,
+``run.write_report(...)``, ``run.write_table(...)``, ``run.write_bytes(...)``,
+``run.write_figure(fig, plot)``, or, for a library that writes a file itself,
+``with run.output_file(path) as tmp: library.save(tmp)``. Every write is staged and all of them
+are committed together when the verb returns: a verb that fails (error, Ctrl-C, SIGTERM,
+SIGHUP) leaves none of its outputs and no temporary files. What must survive a failure (a
+checkpoint, the finished part of a failed run) is written with ``now=True``.
+
+Numbers: use :class:`Float` and :class:`Int` (or the ready ones, :data:`POSITIVE`,
+:data:`NONNEGATIVE`, :data:`UNIT`, :data:`POSITIVE_INT`, :data:`COUNT`) and declare the range
+the method needs: NaN and inf are refused always (``Float(allow_inf=True)`` for an "unbounded"
+default; a plain ``float`` or ``click.FloatRange`` option is made finite by the base anyway),
+bounds are shown in ``--help``, and config-file values are converted just as strictly
+(``num: 2.5`` for an integer is an error).
+Requests whose size is known up front go through :func:`check_memory` / :func:`check_time`.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -26,13 +57,22 @@ import click
 import yaml
 
 from cortexkit.formats.errors import CortexError
-from cortexkit.formats.stdio import check_binary_target
+from cortexkit.formats.stdio import check_binary_target, check_target
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 # Options that steer a run but are not part of its configuration.
-META_PARAMS = ("config", "print_config", "quiet", "verbose", "debug", "output")
+META_PARAMS = ("help_all", "config", "print_config", "quiet", "verbose", "debug", "output")
 TORCH_PARAMS = ("seed", "device", "threads")
 OUTPUT_KINDS = ("artifact", "report", None)
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: unwind like Ctrl-C (staged outputs removed), then exit
+    128 + signum with one line ``cortexkit TOOL VERB: terminated``."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
 class Failure(Exception):
@@ -42,6 +82,191 @@ class Failure(Exception):
         super().__init__(str(error))
         self.command_path = command_path
         self.error = error
+
+
+# ---------------------------------------------------------------------------------------------
+# option types
+
+def _not_a_scalar(value: Any) -> bool:
+    return isinstance(value, (bool, list, tuple, dict, set))
+
+
+class Float(click.FloatRange):
+    """A finite float, optionally bounded (``Float(min=0, min_open=True)`` = positive).
+
+    NaN is always refused, inf unless ``allow_inf``; booleans, lists and mappings (from a config
+    file) are refused rather than coerced."""
+
+    name = "float"
+
+    def __init__(self, min: float | None = None, max: float | None = None, *,
+                 min_open: bool = False, max_open: bool = False, allow_inf: bool = False):
+        super().__init__(min, max, min_open=min_open, max_open=max_open)
+        self.allow_inf = allow_inf
+
+    def convert(self, value, param, ctx):
+        if _not_a_scalar(value):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if math.isinf(number) and not self.allow_inf:
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+class Int(click.IntRange):
+    """An integer, optionally bounded. Refuses 2.5 (also from a config file), booleans, lists;
+    takes ``1e6`` and ``2.0`` (integral values written as floats)."""
+
+    name = "integer"
+
+    def __init__(self, min: int | None = None, max: int | None = None, *,
+                 min_open: bool = False, max_open: bool = False):
+        super().__init__(min, max, min_open=min_open, max_open=max_open)
+
+    def convert(self, value, param, ctx):
+        if _not_a_scalar(value):
+            self.fail(f"{value!r} is not an integer", param, ctx)
+        if isinstance(value, str):
+            text = value.strip()
+            try:
+                value = int(text)
+            except ValueError:
+                try:
+                    number = float(text)
+                except ValueError:
+                    self.fail(f"{value!r} is not an integer", param, ctx)
+                value = number
+        if isinstance(value, float):
+            if not math.isfinite(value) or value != int(value) or abs(value) > 2**53:
+                self.fail(f"{value!r} is not an integer", param, ctx)
+            value = int(value)
+        return super().convert(value, param, ctx)
+
+
+class Count(Int):
+    """A number of things the command will hold in memory (samples, simulations): refused at
+    parse time, with the estimate, when ``bytes_each`` per item already exceeds the memory the
+    machine has available (``sample -n 10000000000``), instead of failing deep in an allocator."""
+
+    def __init__(self, min: int = 1, max: int | None = None, *, bytes_each: int = 8,
+                 what: str = "items"):
+        super().__init__(min, max)
+        self.bytes_each = bytes_each
+        self.what = what
+
+    def convert(self, value, param, ctx):
+        count = super().convert(value, param, ctx)
+        try:
+            check_memory(f"{count} {self.what}", count * self.bytes_each)
+        except CortexError as exc:
+            self.fail(str(exc), param, ctx)
+        return count
+
+
+POSITIVE = Float(min=0, min_open=True)
+NONNEGATIVE = Float(min=0)
+UNIT = Float(0, 1)
+POSITIVE_INT = Int(min=1)
+COUNT = Int(min=0)
+
+
+class OutputPath(click.ParamType):
+    """A path the command will write. The base checks it before the verb body runs (see the
+    module docstring); ``dash`` lets ``-`` mean stdout."""
+
+    name = "path"
+
+    def __init__(self, dash: bool = False):
+        self.dash = dash
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, (str, os.PathLike)) or isinstance(value, bool):
+            self.fail(f"{value!r} is not a path", param, ctx)
+        text = os.fspath(value)
+        if text == "-" and not self.dash:
+            self.fail("cannot be - (stdout); give a file path", param, ctx)
+        if not text:
+            self.fail("empty path", param, ctx)
+        return text
+
+
+def output_option(*decls: str, **kwargs) -> Callable:
+    """``click.option`` for a secondary output file (``--scores``, ``--plot``, ``--log``):
+    type :class:`OutputPath`, metavar PATH, checked before the work starts."""
+    kwargs.setdefault("metavar", "PATH")
+    kwargs.setdefault("default", None)
+    return click.option(*decls, type=OutputPath(dash=kwargs.pop("dash", False)), **kwargs)
+
+
+def _output_label(param: click.Parameter) -> str:
+    if isinstance(param, click.Option):
+        if "-o" in param.opts:
+            return "-o"
+        longs = [o for o in param.opts if o.startswith("--")]
+        return longs[0] if longs else param.opts[0]
+    return ""  # an argument: the path alone names it
+
+
+def check_outputs(ctx: click.Context) -> None:
+    """Before any work: every declared output path can be written, and no two are one file."""
+    seen: dict[str, str] = {}
+    for param in ctx.command.params:
+        if not isinstance(param.type, OutputPath):
+            continue
+        value = ctx.params.get(param.name)
+        values = value if isinstance(value, (list, tuple)) else [value]
+        label = _output_label(param)
+        for one in values:
+            if one is None:
+                continue
+            check_target(one, label)
+            key = "-" if one == "-" else os.path.realpath(one)
+            special = key != "-" and os.path.exists(key) and not os.path.isfile(key)
+            if key in seen and not special:
+                raise CortexError(f"{label} {one}".strip() + f": the same file as {seen[key]}; give each "
+                                  "output its own path")
+            seen[key] = f"{label} {one}".strip()
+
+
+def _physical_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB"):
+        if abs(n) < 1000 or unit == "PB":
+            return f"{n:.3g} {unit}"
+        n /= 1000
+    return f"{n:.3g} PB"
+
+
+def check_memory(what: str, nbytes: float, limit: float | None = None) -> None:
+    """Refuse up front a request (``what``: "-n 10000000000 samples") that needs more memory
+    than the machine has available (or ``limit`` bytes), saying the estimate."""
+    available = _physical_memory() if limit is None else limit
+    if available is not None and nbytes > available:
+        raise CortexError(f"{what} would need about {_bytes(nbytes)} of memory, more than the "
+                          f"{_bytes(available)} available; ask for less")
+
+
+def check_time(what: str, seconds: float, limit: float = 24 * 3600.0) -> None:
+    """Refuse up front a request whose estimated run time is past ``limit`` seconds."""
+    if seconds > limit:
+        hours = seconds / 3600
+        raise CortexError(f"{what} would take about {hours:.3g} hours (limit "
+                          f"{limit / 3600:.3g}); ask for less")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -59,11 +284,19 @@ def _find_config_arg(args: list[str]) -> str | None:
 
 
 def load_config_file(path: str, command: click.Command) -> dict[str, Any]:
-    """Read a ``--config`` YAML file into a default map keyed by parameter name."""
+    """Read a ``--config`` YAML file into a default map keyed by parameter name.
+
+    Values are converted by the option's own type, as strictly as on the command line: a list
+    or mapping where one value belongs, ``2.5`` for an integer, ``yes`` for a number are errors
+    naming the file and the key."""
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as exc:
         raise CortexError(f"--config {path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise CortexError(f"--config {path}: not UTF-8 text, so not a YAML config") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -72,15 +305,53 @@ def load_config_file(path: str, command: click.Command) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise CortexError(f"--config {path}: expected a mapping of option names to values")
-    known = {config_key(p): p.name for p in command.params if p.name not in META_PARAMS}
+    params = {config_key(p): p for p in command.params if p.name not in META_PARAMS}
     resolved = {}
     for key, value in data.items():
-        name = known.get(str(key).lstrip("-").replace("_", "-"))
-        if name is None:
-            names = ", ".join(sorted(known))
+        param = params.get(str(key).lstrip("-").replace("_", "-"))
+        if param is None:
+            names = ", ".join(sorted(params))
             raise click.UsageError(f"--config {path}: unknown option '{key}' (known: {names})")
-        resolved[name] = value
+        resolved[param.name] = _config_value(path, key, param, value)
     return resolved
+
+
+def _config_value(path: str, key: Any, param: click.Parameter, value: Any) -> Any:
+    """One config value checked and converted by its parameter's type."""
+    where = f"--config {path}: {key}"
+    many = param.multiple or (param.nargs != 1)
+    if value is None:
+        return None
+    if many:
+        if not isinstance(value, list):
+            value = [value]
+        items = value
+    else:
+        if isinstance(value, (list, tuple, dict)):
+            raise click.UsageError(f"{where}: expected one value, got a "
+                                   f"{'mapping' if isinstance(value, dict) else 'list'}")
+        items = [value]
+    if isinstance(param, click.Option) and param.is_flag and not isinstance(value, bool):
+        raise click.UsageError(f"{where}: expected true or false, got {value!r}")
+    kind = param.type
+    for item in items:
+        if isinstance(item, (list, dict)):
+            raise click.UsageError(f"{where}: expected a value, got {item!r}")
+        if isinstance(kind, (click.types.IntParamType, click.types.FloatParamType)):
+            if isinstance(item, bool) or isinstance(item, str) and not item.strip():
+                raise click.UsageError(f"{where}: expected a number, got {item!r}")
+            if isinstance(kind, click.types.IntParamType) and isinstance(item, float) \
+                    and not isinstance(kind, Int) and item != int(item):
+                raise click.UsageError(f"{where}: expected an integer, got {item!r}")
+        if isinstance(kind, click.types.StringParamType) and isinstance(item, bool):
+            raise click.UsageError(f"{where}: expected text, got {item!r} (quote it)")
+        try:
+            kind.convert(str(item) if isinstance(kind, click.Choice) else item, param, None)
+        except click.BadParameter as exc:
+            raise click.UsageError(f"{where}: {exc.format_message()}") from None
+    if isinstance(param.type, click.Choice):
+        return [str(v) for v in value] if many else str(value)
+    return value
 
 
 def config_key(param: click.Parameter) -> str:
@@ -121,6 +392,8 @@ class CortexCommand(click.Command):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.Abort, click.ClickException, Failure):
             raise
+        except (Terminated, KeyboardInterrupt) as exc:
+            raise Failure(ctx.command_path, exc) from exc
         except Exception as exc:  # noqa: BLE001 - every error becomes one line (see main)
             raise Failure(ctx.command_path, exc) from exc
 
@@ -151,6 +424,8 @@ class Run:
         self._device = None
         if command.uses_torch:
             self._setup_torch(ctx.params.get("threads"))
+            if self._device_name == "cuda":
+                self.device  # noqa: B018 - --device cuda without CUDA fails now, not later
 
     # -- torch ------------------------------------------------------------------------------
     def _setup_torch(self, threads: int | None) -> None:
@@ -213,24 +488,56 @@ class Run:
                     leave=False, dynamic_ncols=True, **kwargs)
 
     # -- artifacts and reports --------------------------------------------------------------
-    def read_artifact(self, source, kind=None, *, framework: str = "pt", max_version=None):
+    def read_artifact(self, source, kind=None, *, framework: str = "pt", max_version=None,
+                      check: bool = True):
+        """Read an artifact, checking its kind and its registered schema (formats/schema.py)."""
         from cortexkit.formats.artifact import read_artifact
 
-        return read_artifact(source, kind, framework=framework, max_version=max_version)
+        return read_artifact(source, kind, framework=framework, max_version=max_version,
+                             check=check)
 
     def write_artifact(self, tensors: dict, kind: str, *, metadata: dict | None = None,
-                       version: str = "1", target=None) -> None:
-        """Write an artifact (to ``-o`` unless ``target``) with producer and config stamped in."""
+                       version: str = "1", target=None, now: bool = False) -> None:
+        """Write an artifact (to ``-o`` unless ``target``) with producer and config stamped in.
+
+        Staged until the verb succeeds; ``now=True`` writes at once and keeps the file even if
+        the verb then fails (checkpoints, the finished part of a failed run)."""
         from cortexkit.formats.artifact import write_artifact
 
         write_artifact(self.output if target is None else target, tensors, kind, version=version,
-                       producer=self.producer, config=self.config, metadata=metadata)
+                       producer=self.producer, config=self.config, metadata=metadata, now=now)
 
     def write_report(self, report: Any, target=None) -> None:
         """Write a YAML report (to ``-o`` unless ``target``)."""
         from cortexkit.formats.report import write_report
 
         write_report(report, self.output if target is None else target)
+
+    def write_table(self, table, target=None, *, metadata: dict | None = None) -> None:
+        """Write a :class:`~cortexkit.formats.table.Table` as a ``table`` artifact."""
+        from cortexkit.formats.table import write_table
+
+        write_table(self.output if target is None else target, table, producer=self.producer,
+                    config=self.config, metadata=metadata)
+
+    def write_bytes(self, data: bytes, target=None, *, binary: bool = True,
+                    now: bool = False) -> None:
+        """Write raw bytes (CSV text, a format of the field) to ``-o`` unless ``target``."""
+        from cortexkit.formats.stdio import write_bytes
+
+        write_bytes(self.output if target is None else target, data, binary=binary, now=now)
+
+    def output_file(self, target, suffix: str | None = None):
+        """``with run.output_file(path) as tmp: library.save(tmp)``: a staged temporary path
+        beside ``path`` (same extension) for libraries that write files themselves."""
+        from cortexkit.formats.stdio import output_file
+
+        return output_file(target, suffix)
+
+    def write_figure(self, figure, target, **savefig_kwargs) -> None:
+        """Save a matplotlib figure to ``target`` (format from its extension), staged."""
+        with self.output_file(target) as tmp:
+            figure.savefig(tmp, **savefig_kwargs)
 
 
 def resolved_config(ctx: click.Context) -> dict[str, Any]:
@@ -279,8 +586,9 @@ def _common_options(writes: str | None, uses_torch: bool) -> list[Callable]:
     ]
     if writes is not None:
         what = "artifact" if writes == "artifact" else "YAML report"
-        options.append(click.option("-o", "--output", default="-", show_default=True,
-                                    metavar="PATH", help=f"Where to write the {what} (- = stdout)."))
+        options.append(click.option("-o", "--output", type=OutputPath(dash=True), default="-",
+                                    show_default=True, metavar="PATH",
+                                    help=f"Where to write the {what} (- = stdout)."))
     if uses_torch:
         options += [
             click.option("--seed", type=int, default=0, show_default=True,
@@ -310,12 +618,31 @@ def _wrap(func: Callable, writes: str | None) -> Callable:
             return None
         if writes == "artifact":
             check_binary_target(kwargs.get("output"))
+        check_outputs(ctx)
         for name in META_PARAMS + TORCH_PARAMS:  # these live on the Run
             kwargs.pop(name, None)
-        func(Run(ctx), **kwargs)
+        from cortexkit.formats.stdio import transaction
+
+        with transaction():  # every write staged; all committed when func returns
+            func(Run(ctx), **kwargs)
         return None
 
     return callback
+
+
+def _make_finite(param: click.Parameter) -> None:
+    """Every float option of every verb refuses NaN (and inf, unless its default is inf): a
+    plain ``float`` or ``click.FloatRange`` becomes the :class:`Float` of the same bounds."""
+    kind = param.type
+    if not isinstance(kind, click.types.FloatParamType) or isinstance(kind, Float):
+        return
+    default = param.default if not callable(param.default) else None
+    unbounded = isinstance(default, float) and math.isinf(default)
+    if isinstance(kind, click.FloatRange):
+        param.type = Float(kind.min, kind.max, min_open=kind.min_open, max_open=kind.max_open,
+                           allow_inf=unbounded)
+    else:
+        param.type = Float(allow_inf=unbounded)
 
 
 def _build(func: Callable, name: str, writes: str | None, uses_torch: bool, help: str | None,
@@ -328,6 +655,8 @@ def _build(func: Callable, name: str, writes: str | None, uses_torch: bool, help
     cmd = attach(name=name, cls=CortexCommand, writes=writes, uses_torch=uses_torch,
                  help=help or func.__doc__, epilog=_epilog(uses_torch),
                  context_settings=CONTEXT_SETTINGS)(callback)
+    for param in cmd.params:
+        _make_finite(param)
     options = {p.name: p for p in cmd.params if isinstance(p, click.Option)}
     unknown = sorted(set(advanced) - set(options))
     if unknown:

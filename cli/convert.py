@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import command
+from cortexkit.cli.base import OutputPath, command
 
 FORMATS = ("auto", "csv", "npy", "npz", "safetensors")
 EXTENSIONS = {".csv": "csv", ".npy": "npy", ".npz": "npz", ".safetensors": "safetensors",
@@ -17,46 +17,61 @@ Either side may be - (stdin or stdout).
 
 The input format is recognised from its bytes (NPY and NPZ magic numbers, the safetensors
 header; anything else is read as CSV with a header row) unless --from is given. The output
-format follows the extension of OUT (.csv, .npy, .npz, .safetensors or .st), or --to; stdout
-gets safetensors by default.
+format follows the extension of OUT (.csv, .npy, .npz, .safetensors or .st), or --to; stdout,
+/dev/null and FIFOs get safetensors by default.
 
-A CSV becomes one tensor named data of shape (rows, columns): int64 when every cell is an
-integer, float64 otherwise (empty cells and nan become NaN); the header is kept as the
-artifact's cortexkit.columns metadata and written back on the way out. An NPY becomes one tensor
-named data with its dtype; an NPZ one tensor per array name. Round trips are exact: the same
-values and dtypes come back.
+A CSV becomes a table artifact (kind table, schema 2): one tensor per column, named by the
+header, int64 when every cell is an integer, float64 when every cell is a number (empty cells and
+nan are NaN), and categorical when no cell is a number: int64 codes into the column's levels,
+which are kept in the metadata. A numeric column with a stray text cell is an error naming the
+line and column (declare it categorical with --categorical COL). Writing the table back as CSV
+gives the original strings of categorical columns and the same numbers: round trips are exact.
 
-CSV and NPY outputs hold one tensor: the only one, or the one named with --tensor.
+An NPY becomes an arrays artifact with one tensor named data of its dtype and shape; an NPZ one
+tensor per array name. Any cortexkit table reader (every verb that takes a table) reads both.
+CSV and NPY outputs of arrays hold one tensor: the only one, or the one named with --tensor; an
+NPY output of a table stacks its numeric columns (or holds the column named with --tensor).
 """,
     "EXAMPLES": """
-A CSV into a cortexkit table and a look at it:
+A CSV into a cortexkit table and a look at it (user file):
 
     cortexkit convert measurements.csv - | cortexkit inspect -
 
-Round trip through safetensors:
+The shipped Adult census table (text columns become categorical) and back:
 
-    cortexkit convert data.npz data.safetensors && cortexkit convert data.safetensors back.npz
+    cortexkit convert ../shared/data/dpfair/adult/adult_purified.csv adult.st
+    cortexkit convert adult.st adult.csv
 
-Export one tensor of a model as CSV:
+Round trip through safetensors (user file):
+
+    cortexkit convert data.npz data.safetensors \\
+      && cortexkit convert data.safetensors back.npz
+
+Export one tensor of a model as CSV (user file):
 
     cortexkit convert --tensor weights model.safetensors weights.csv
 """,
     "FILES": """
-- table artifact (kind table) :: written from CSV/NPY/NPZ input. data: the table, (rows, columns),
-int64 or float64 from CSV, any dtype from NPY; from NPZ, one tensor per array with its own name
-and dtype. Metadata cortexkit.columns: the CSV header as a JSON list.
+- table artifact (kind table, version 2) :: written from CSV input and read by every verb that
+takes a table. One tensor per column (int64, float64, or int64 codes for categorical columns).
+Metadata cortexkit.columns: the column order (JSON list); cortexkit.levels: for each
+categorical column its levels (JSON mapping), code i meaning levels[i]. Version 1 tables (one
+2-D tensor data, the header in cortexkit.columns) are still read.
+- arrays artifact (kind arrays) :: written from NPY (tensor data) or NPZ (one tensor per array)
+with the dtypes and shapes of the input.
 """,
     "SEE ALSO": "cortexkit(1), cortexkit-inspect(1)",
 }
 
 
 def output_format(target: str, to: str) -> str:
+    import os
     from pathlib import PurePath
 
     if to != "auto":
         return to
-    if target == "-":
-        return "safetensors"
+    if target == "-" or (os.path.exists(target) and not os.path.isfile(target)):
+        return "safetensors"  # stdout, /dev/null, a FIFO
     suffix = PurePath(target).suffix.lower()
     if suffix not in EXTENSIONS:
         raise click.UsageError(f"cannot tell the format of '{target}' from its extension; "
@@ -66,65 +81,102 @@ def output_format(target: str, to: str) -> str:
 
 @command("convert")
 @click.argument("input", metavar="IN|-")
-@click.argument("out", metavar="OUT|-", default="-")
+@click.argument("out", metavar="OUT|-", default="-", type=OutputPath(dash=True))
 @click.option("--from", "from_", type=click.Choice(FORMATS), default="auto", show_default=True,
               help="Input format (auto = recognise from the bytes).")
 @click.option("--to", type=click.Choice(FORMATS), default="auto", show_default=True,
               help="Output format (auto = from OUT's extension; safetensors on stdout).")
 @click.option("--tensor", default=None, metavar="NAME",
-              help="Tensor to write when the output holds one (CSV, NPY).")
-def command(run, input, out, from_, to, tensor):
+              help="Tensor (or table column) to write when the output holds one (CSV, NPY).")
+@click.option("--categorical", default="", metavar="COL[,COL]",
+              help="CSV columns to keep as categories even when their cells are numbers.")
+def command(run, input, out, from_, to, tensor, categorical):
     """Convert CSV/NPY/NPZ <-> safetensors tables; either side may be -."""
-    from cortexkit.formats import tables
-    from cortexkit.formats.artifact import decode, encode, build_metadata
-    from cortexkit.formats.errors import CortexError
-    from cortexkit.formats.stdio import check_binary_target, display_name, read_bytes, write_bytes
+    from cortexkit.formats.stdio import check_binary_target, display_name, read_bytes
 
     kind_out = output_format(out, to)
     if kind_out != "csv":
         check_binary_target(out)
     name = display_name(input)
-    data = read_bytes(input)
+    content = read_input(read_bytes(input), name, from_, split_names(categorical))
+    payload = encode_output(run, content, name, kind_out, tensor)
+    run.write_bytes(payload, out, binary=kind_out != "csv")
+
+
+def split_names(text: str) -> list[str]:
+    return [c.strip() for c in text.split(",") if c.strip()]
+
+
+def read_input(data: bytes, name: str, from_: str, categorical: list[str]):
+    """A :class:`~cortexkit.formats.table.Table` (CSV, table artifact) or a dict of arrays."""
+    from cortexkit.formats import table as T
+    from cortexkit.formats import tables
+    from cortexkit.formats.artifact import decode
+    from cortexkit.formats.errors import CortexError
+
     if not data:
         raise CortexError(f"{name}: empty input")
     kind_in = tables.sniff(data) if from_ == "auto" else from_
-
-    columns = None
+    if categorical and kind_in != "csv":
+        raise CortexError(f"--categorical applies to CSV input; {name} is {kind_in}")
     if kind_in == "csv":
-        array, columns = tables.read_csv(data, name)
-        arrays = {"data": array}
-    elif kind_in == "npy":
-        arrays = {"data": tables.read_npy(data, name)}
-    elif kind_in == "npz":
-        arrays = tables.read_npz(data, name)
-    else:
-        artifact = decode(data, name, framework="np")
-        if (artifact.kind == "table" and kind_out == "csv" and tensor is None
-                and len(artifact.tensors) > 1
-                and all(getattr(v, "ndim", 0) == 1 for v in artifact.tensors.values())):
-            # a table of named 1-D columns (formats/table.py, e.g. estimate-copula sample) -> one CSV
-            from cortexkit.formats.table import from_artifact, to_csv
+        return T.parse_csv(data, name, categorical)
+    if kind_in == "npy":
+        return {"data": tables.read_npy(data, name)}
+    if kind_in == "npz":
+        return tables.read_npz(data, name)
+    artifact = decode(data, name, framework="np")
+    if artifact.kind == T.TABLE_KIND:
+        return T.parse_table(data, name, fmt="safetensors")
+    if not artifact.tensors:
+        raise CortexError(f"{name}: artifact holds no tensors")
+    columns = artifact.meta_json("cortexkit.columns")
+    return {"__columns__": columns, **artifact.tensors} if columns else dict(artifact.tensors)
 
-            write_bytes(out, to_csv(from_artifact(artifact)), binary=False)
-            return
-        arrays = artifact.tensors
-        columns = artifact.meta_json("cortexkit.columns")
-        if not arrays:
-            raise CortexError(f"{name}: artifact holds no tensors")
 
+def encode_output(run, content, name: str, kind_out: str, tensor: str | None) -> bytes:
+    """The bytes of OUT: a table keeps its columns and levels; arrays keep names and dtypes."""
+    from cortexkit.formats import table as T
+    from cortexkit.formats import tables
+    from cortexkit.formats.artifact import build_metadata, encode
+    from cortexkit.formats.errors import CortexError
+
+    if isinstance(content, T.Table):
+        if kind_out == "csv":
+            return T.to_csv(content.select([tensor]) if tensor else content)
+        if kind_out == "safetensors":
+            tensors, extra = T.to_tensors(content)
+            return encode(tensors, build_metadata(T.TABLE_KIND, version=T.TABLE_VERSION,
+                                                  producer=run.producer, config=run.config,
+                                                  extra=extra))
+        if content.levels:
+            run.warn(f"categorical column(s) {', '.join(content.levels)} written as integer "
+                     "codes (their levels are kept only by CSV and safetensors)")
+        if kind_out == "npz":
+            return tables.write_npz(dict(content.columns))
+        if tensor:
+            return tables.write_npy(content.column(tensor))
+        return tables.write_npy(_stack(content))
+    columns = content.pop("__columns__", None)
     if kind_out in ("csv", "npy"):
-        if tensor is None and len(arrays) > 1:
-            raise CortexError(f"{name} holds {len(arrays)} tensors ({', '.join(sorted(arrays))});"
+        if tensor is None and len(content) > 1:
+            raise CortexError(f"{name} holds {len(content)} tensors ({', '.join(sorted(content))});"
                               f" choose one with --tensor or write NPZ/safetensors")
-        key = tensor if tensor is not None else next(iter(arrays))
-        if key not in arrays:
-            raise CortexError(f"{name}: no tensor '{key}' (it holds: {', '.join(sorted(arrays))})")
-        one = arrays[key]
-        payload = tables.write_csv(one, columns) if kind_out == "csv" else tables.write_npy(one)
-    elif kind_out == "npz":
-        payload = tables.write_npz(arrays)
-    else:
-        extra = {"cortexkit.columns": columns} if columns else None
-        payload = encode(arrays, build_metadata("table", producer=run.producer, config=run.config,
-                                            extra=extra))
-    write_bytes(out, payload, binary=kind_out != "csv")
+        key = tensor if tensor is not None else next(iter(content))
+        if key not in content:
+            raise CortexError(f"{name}: no tensor '{key}' (it holds: {', '.join(sorted(content))})")
+        one = content[key]
+        return tables.write_csv(one, columns) if kind_out == "csv" else tables.write_npy(one)
+    if kind_out == "npz":
+        return tables.write_npz(content)
+    extra = {"cortexkit.columns": columns} if columns else None
+    return encode(content, build_metadata("arrays", producer=run.producer, config=run.config,
+                                          extra=extra))
+
+
+def _stack(table):
+    """The columns of a table as one (rows, columns) array of their common dtype."""
+    import numpy as np
+
+    arrays = [np.asarray(table.columns[n]) for n in table.names]
+    return np.stack(arrays, axis=1).astype(np.result_type(*arrays))

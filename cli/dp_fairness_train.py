@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import require_matplotlib, tool_group, verb
+from cortexkit.cli.base import NONNEGATIVE, POSITIVE, Float, output_option, require_matplotlib, tool_group, verb
+from cortexkit.tools.dpfair import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 KIND_MODEL = "dpfair-model"
 KIND_PREDICTIONS = "dpfair-predictions"
@@ -44,6 +45,19 @@ LAPLACE CONVENTION: --laplace-b is the inverse scale; each cell gets
 Laplace(0, 1/b) noise, so b is the pure epsilon of one un-subsampled histogram. Given --epsilon and
 --delta, train calibrates the number of steps (or sigma when --steps is given) and refuses to run past
 the budget; the model stores the ledger (sigma, b, q, T, delta, epsilon spent, accountant).
+The budget asked is the budget spent: when the step search stops at --max-steps first, sigma is
+lowered to spend epsilon (to within 2 %) in those steps; with an explicit --sigma, or in account, a
+warning says why less was spent and which sigma would spend it.
+
+Refused before training: a label value with fewer than 10 rows (a stray value), --gamma below 0, a
+constraint set that no classifier meets on the training data (a linear program over per-cell
+prediction rates proves it), and a group whose expected batch count is below the std of its
+Laplace noise (its rates would be noise; --allow-small-groups trains anyway).
+
+Defaults and what they were tuned on: sigma 10, laplace-b 0.03, batch 4096, clip 3, lr 0.5,
+lr-dual 0.3, temperature 8 are the paper's Adult settings, checked on Adult (33,916 training rows)
+by benchmarks/dp_fairness_train/tune.py; COMPAS and Parkinsons runs in benchmarks/RESULTS.md use
+their own settings. They are not yet chosen from the data size and budget.
 
 Not covered by the guarantee: the encoding statistics (category sets, means and standard deviations
 of numeric columns) and the group and label sets are computed from the training table without noise,
@@ -63,8 +77,10 @@ sweep (a gamma grid at a fixed epsilon -> Pareto table, PNG with --plot).
     "EXAMPLES": """
 Train a fair logistic regression at epsilon 1 and look at it on held-out data:
 
-    cortexkit dp-fairness-train train adult_train.csv --label '>50K' --sensitive sex \\
-        --constraint demographic-parity --gamma 0.05 --epsilon 1 --delta 1e-5 -o model.safetensors
+    cortexkit dp-fairness-train train adult_train.csv --label '>50K' \\
+        --sensitive sex \\
+        --constraint demographic-parity --gamma 0.05 --epsilon 1 --delta 1e-5 \\
+        -o model.safetensors
     cortexkit dp-fairness-train evaluate model.safetensors adult_test.csv
 
 Train and evaluate in one pipe:
@@ -74,19 +90,25 @@ Train and evaluate in one pipe:
 
 How many steps does epsilon 1 allow, and what did the official demo settings really spend?
 
-    cortexkit dp-fairness-train account --sigma 10 --laplace-b 0.03 --batch-size 4096 --n 33916 --epsilon 1
-    cortexkit dp-fairness-train account --sigma 4 --laplace-b 0.5 --sampling-rate 0.13802 --steps 1000 --delta 1e-4
+    cortexkit dp-fairness-train account --sigma 10 --laplace-b 0.03 \\
+        --batch-size 4096 --n 33916 --epsilon 1
+    cortexkit dp-fairness-train account --sigma 4 --laplace-b 0.5 \\
+        --sampling-rate 0.13802 --steps 1000 --delta 1e-4
 
 Plain DP-SGD (no constraints) and an MLP under equalized odds:
 
-    cortexkit dp-fairness-train train train.csv --label y --constraint none --epsilon 3 -o dpsgd.safetensors
-    cortexkit dp-fairness-train train train.csv --label y --sensitive sex --constraint equalized-odds \\
+    cortexkit dp-fairness-train train train.csv --label y --constraint none \\
+        --epsilon 3 -o dpsgd.safetensors
+    cortexkit dp-fairness-train train train.csv --label y --sensitive sex \\
+        --constraint equalized-odds \\
         --model mlp --hidden 64 --gamma 0.1 -o mlp.safetensors
 
 Predictions as CSV, and a Pareto sweep with a plot:
 
-    cortexkit dp-fairness-train predict model.safetensors test.csv -o predictions.csv
-    cortexkit dp-fairness-train sweep train.csv --test test.csv --label '>50K' --sensitive sex \\
+    cortexkit dp-fairness-train predict model.safetensors test.csv \\
+        -o predictions.csv
+    cortexkit dp-fairness-train sweep train.csv --test test.csv --label '>50K' \\
+        --sensitive sex \\
         --gammas 0.01,0.02,0.05,0.1 --epsilon 1 --plot pareto.png -o pareto.yaml
 
 A custom constraint (YAML): the positive rate of women at least 0.2:
@@ -98,9 +120,12 @@ A custom constraint (YAML): the positive rate of women at least 0.2:
         terms: [{where: {sex: Female}, class: "Yes", weight: -1.0}]
 """,
     "FILES": """
-- TABLE (CSV with a header) :: one record per row. Numeric columns are z-scored, other columns one-hot
-encoded (levels seen in training; unseen levels encode as zeros with a warning). The label and the
-sensitive columns are not features. Missing values (empty, ?, NA, NaN, null) are refused.
+- TABLE (CSV with a header, NPY/NPZ, or a table artifact such as convert writes; - for stdin) :: one
+record per row, read by the one table reader of cortexkit. Numeric columns are z-scored, other columns
+(text, categorical columns of a table artifact, and those named in --categorical, e.g. EDUCATION
+coded 1..6) one-hot encoded (levels seen in training; unseen levels encode as zeros with a warning).
+The label and the sensitive columns are not features. Missing values (empty, ?, NA, NaN, null) are
+refused; a numeric column with a stray text cell is an error naming line and column.
 - dpfair-model artifact (kind dpfair-model, version 1) :: tensors last.NAME and average.NAME (float32):
 the parameters of the last and of the uniformly averaged iterate (NAME as in torch, e.g. 0.weight
 (classes, features) and 0.bias (classes,) for logistic regression; 0.weight, 0.bias, 2.weight, ...
@@ -144,38 +169,40 @@ data_options = _options(
     click.option("--sensitive", default="", metavar="COL[,COL]",
                  help="Sensitive column(s); groups are the product of their values. Not used as features."),
     click.option("--drop", default="", metavar="COL[,COL]", help="Columns that are not features."),
+    click.option("--categorical", default="", metavar="COL[,COL]",
+                 help="Numerically coded columns that are categories (one-hot, not z-scored)."),
 )
 
 train_options = _options(
     click.option("--constraint", default="demographic-parity", show_default=True,
                  metavar="demographic-parity|equalized-odds|fnr|none|FILE.yaml",
                  help="Rate constraints; none = plain DP-SGD."),
-    click.option("--gamma", type=float, default=0.05, show_default=True,
+    click.option("--gamma", type=NONNEGATIVE, default=0.05, show_default=True,
                  help="Constraint slack (a spec's per-constraint gamma wins)."),
     click.option("--positive-label", default=None, help="Positive class for fnr (default: the last class)."),
-    click.option("--epsilon", type=float, default=1.0, show_default=True, help="Target epsilon."),
-    click.option("--delta", type=float, default=1e-5, show_default=True, help="Target delta."),
-    click.option("--sigma", type=float, default=None,
+    click.option("--epsilon", type=POSITIVE, default=1.0, show_default=True, help="Target epsilon."),
+    click.option("--delta", type=Float(0, 1, min_open=True, max_open=True), default=1e-5, show_default=True, help="Target delta."),
+    click.option("--sigma", type=POSITIVE, default=None,
                  help="Gaussian noise multiplier (std / clip). Default: 10 when --steps is not given, "
                       "else calibrated to the budget."),
     click.option("--steps", type=click.IntRange(min=1), default=None,
                  help="Steps T. Default: the largest T within the budget (at most --max-steps)."),
     click.option("--max-steps", type=click.IntRange(min=1), default=1000, show_default=True,
                  help="Cap on the calibrated number of steps."),
-    click.option("--laplace-b", type=float, default=0.03, show_default=True,
+    click.option("--laplace-b", type=POSITIVE, default=0.03, show_default=True,
                  help="Histogram noise as INVERSE scale: Laplace(0, 1/b) per cell."),
-    click.option("--batch-size", type=float, default=4096, show_default=True,
+    click.option("--batch-size", type=POSITIVE, default=4096, show_default=True,
                  help="Expected Poisson batch size B (rate q = B / n, at most 1)."),
-    click.option("--clip", type=float, default=3.0, show_default=True,
+    click.option("--clip", type=POSITIVE, default=3.0, show_default=True,
                  help="Per-example gradient clip norm C."),
-    click.option("--lr", type=float, default=0.5, show_default=True, help="Primal step size."),
-    click.option("--lr-dual", type=float, default=0.3, show_default=True, help="Dual step size."),
+    click.option("--lr", type=POSITIVE, default=0.5, show_default=True, help="Primal step size."),
+    click.option("--lr-dual", type=POSITIVE, default=0.3, show_default=True, help="Dual step size."),
     click.option("--dual-update", type=click.Choice(["heavy-ball", "exponentiated"]), default="heavy-ball",
                  show_default=True, help="Projected (heavy-ball) ascent or exponentiated gradient."),
-    click.option("--dual-momentum", type=float, default=0.0, show_default=True, help="Heavy-ball momentum."),
-    click.option("--dual-max", type=float, default=float("inf"), show_default=True,
+    click.option("--dual-momentum", type=Float(0, 1, max_open=True), default=0.0, show_default=True, help="Heavy-ball momentum."),
+    click.option("--dual-max", type=Float(0, min_open=True, allow_inf=True), default=float("inf"), show_default=True,
                  help="Upper bound of the multipliers (the compact dual set)."),
-    click.option("--temperature", type=float, default=8.0, show_default=True,
+    click.option("--temperature", type=POSITIVE, default=8.0, show_default=True,
                  help="tau: rates use softmax(tau * logits); large tau makes soft rates track hard ones."),
     click.option("--model", "model_kind", type=click.Choice(["logistic", "mlp"]), default="logistic",
                  show_default=True, help="Logistic regression or a ReLU MLP."),
@@ -187,6 +214,8 @@ train_options = _options(
                       "from the gradient's batch as in the paper (epsilon then not a proven bound)."),
     click.option("--non-private", is_flag=True,
                  help="sigma 0, no Laplace noise, no clipping: non-private SGDA (epsilon infinite)."),
+    click.option("--allow-small-groups", is_flag=True,
+                 help="Train although a group's expected batch count is below its Laplace noise."),
 )
 
 
@@ -201,19 +230,21 @@ def _source(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
-def _read_table(source: str) -> dict[str, list[str]]:
+def _read_table(source: str, categorical: str = ""):
+    """Column name -> cell strings of a CSV, NPY/NPZ or table artifact (formats.table.read_table)."""
     from cortexkit.tools.dpfair.io import read_columns
 
-    return read_columns(source)
+    return read_columns(source, _split_names(categorical))
 
 
-def _train_config(label, sensitive, drop, constraint, model_kind, hidden, no_standardize, **options):
+def _train_config(label, sensitive, drop, categorical, constraint, model_kind, hidden, no_standardize, **options):
     """The typed TrainConfig of the train options (the constraint file read here)."""
     from cortexkit.tools.dpfair import TrainConfig
     from cortexkit.tools.dpfair.io import read_constraint_spec
 
     return TrainConfig(label=label, sensitive=_split_names(sensitive), drop=_split_names(drop),
-                       constraint=constraint, constraint_spec=read_constraint_spec(constraint),
+                       categorical=_split_names(categorical), constraint=constraint,
+                       constraint_spec=read_constraint_spec(constraint),
                        model_kind=model_kind, standardize=not no_standardize,
                        hidden=[int(h) for h in _split_names(hidden)] if model_kind == "mlp" else [], **options)
 
@@ -225,13 +256,13 @@ def _check_stdin(*sources: str) -> None:
         raise CortexError("only one input can come from stdin ('-')")
 
 
-def _model_and_table(run, model: str, table: str, iterate: str):
+def _model_and_table(run, model: str, table: str, iterate: str, categorical: str = ""):
     """(loaded model, table columns) for predict and evaluate; at most one of them from stdin."""
     from cortexkit.tools import dpfair
 
     _check_stdin(model, table)
     artifact = run.read_artifact(model, kind=KIND_MODEL, max_version=MODEL_VERSION)
-    return dpfair.Model.from_artifact(artifact, iterate), _read_table(table)
+    return dpfair.Model.from_artifact(artifact, iterate), _read_table(table, categorical)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,23 +270,25 @@ def _model_and_table(run, model: str, table: str, iterate: str):
 
 # left out of --help (shown by --help-all and the man page): the paper's hyperparameters
 ADVANCED_TRAIN = ("positive_label", "max_steps", "laplace_b", "batch_size", "clip", "lr_dual", "dual_update",
-                  "dual_momentum", "dual_max", "temperature", "hidden", "no_standardize", "histogram_batch")
+                  "dual_momentum", "dual_max", "temperature", "hidden", "no_standardize", "histogram_batch",
+                  "allow_small_groups")
 
 
 @verb(group, "train", output="artifact", torch_options=True, advanced=ADVANCED_TRAIN)
-@click.argument("table", metavar="TABLE.csv|-")
+@click.argument("table", metavar="TABLE|-")
 @data_options
 @train_options
 def train(run, table, **options):
     """Train a classifier with RaCO-DP (or DP-SGD with --constraint none) -> dpfair-model."""
     from cortexkit.tools import dpfair
 
-    data = _read_table(table)
+    data = _read_table(table, options["categorical"])
     config = _train_config(**options)
     plan = dpfair.plan(data, config, source=_source(table), warn=run.warn)
     led = plan.ledger
+    histogram = "no histogram" if led.laplace_b is None else f"laplace-b {led.laplace_b:g}"
     run.info(f"privacy: epsilon {led.epsilon_spent:.4g} (delta {led.delta:g}) over {led.steps} steps, sigma "
-             f"{led.sigma:.4g}, laplace-b {led.laplace_b}, q {led.sampling_rate:.4g}")
+             f"{led.sigma:.4g}, {histogram}, q {led.sampling_rate:.4g}")
     fitted = dpfair.train(data, config, plan, seed=run.seed or 0, device=run.device, progress=run.progress,
                           warn=run.warn, log=run.detail if run.verbose else None)
     run.write_artifact(fitted.tensors, KIND_MODEL, metadata=fitted.metadata, version=str(MODEL_VERSION))
@@ -264,17 +297,21 @@ def train(run, table, **options):
 iterate_option = click.option(
     "--iterate", type=click.Choice(["last", "average"]), default="average", show_default=True,
     help="Which parameters: the last iterate or the average of all iterates.")
+categorical_option = click.option(
+    "--categorical", default="", metavar="COL[,COL]",
+    help="Numerically coded columns to read as categories (as given to train).")
 
 
 @verb(group, "predict", output="artifact", torch_options=True)
 @click.argument("model", metavar="MODEL|-")
-@click.argument("table", metavar="TABLE.csv|-")
+@click.argument("table", metavar="TABLE|-")
 @iterate_option
-def predict(run, model, table, iterate):
+@categorical_option
+def predict(run, model, table, iterate, categorical):
     """Predict labels and class probabilities (no sensitive column needed) -> dpfair-predictions or CSV."""
     from cortexkit.tools import dpfair
 
-    loaded, data = _model_and_table(run, model, table, iterate)
+    loaded, data = _model_and_table(run, model, table, iterate, categorical)
     labels, probs = dpfair.predict(loaded, data, run.warn)
     if str(run.output).lower().endswith(".csv"):
         import numpy as np
@@ -292,44 +329,45 @@ def predict(run, model, table, iterate):
 
 @verb(group, "evaluate", output="report", torch_options=True)
 @click.argument("model", metavar="MODEL|-")
-@click.argument("table", metavar="TABLE.csv|-")
+@click.argument("table", metavar="TABLE|-")
 @iterate_option
-def evaluate(run, model, table, iterate):
+@categorical_option
+def evaluate(run, model, table, iterate, categorical):
     """Accuracy, fairness gaps, constraint violations and epsilon spent, as YAML."""
     from cortexkit.tools import dpfair
 
-    loaded, data = _model_and_table(run, model, table, iterate)
+    loaded, data = _model_and_table(run, model, table, iterate, categorical)
     report = dpfair.evaluate(loaded, data, _source(table), run.warn)
     run.write_report({"model": model, "table": table, "iterate": iterate, **report})
 
 
 @verb(group, "account", output="report")
-@click.option("--sigma", type=float, default=None, help="Gaussian noise multiplier (omit to calibrate it).")
-@click.option("--laplace-b", type=float, default=None,
+@click.option("--sigma", type=POSITIVE, default=None, help="Gaussian noise multiplier (omit to calibrate it).")
+@click.option("--laplace-b", type=POSITIVE, default=None,
               help="Histogram noise as INVERSE scale (Laplace(0, 1/b)); omit for DP-SGD (no histogram).")
-@click.option("--sampling-rate", type=float, default=None, help="Poisson rate q.")
-@click.option("--batch-size", type=float, default=None, help="Expected batch size B (with --n: q = B / n).")
+@click.option("--sampling-rate", type=Float(0, 1, min_open=True), default=None, help="Poisson rate q.")
+@click.option("--batch-size", type=POSITIVE, default=None, help="Expected batch size B (with --n: q = B / n).")
 @click.option("--n", "n_records", type=click.IntRange(min=1), default=None, help="Training records n.")
 @click.option("--steps", type=click.IntRange(min=0), default=None, help="Steps T (omit to find the largest).")
-@click.option("--delta", type=float, default=1e-5, show_default=True)
-@click.option("--epsilon", type=float, default=None, help="Target epsilon (to find T or sigma).")
+@click.option("--delta", type=Float(0, 1, min_open=True, max_open=True), default=1e-5, show_default=True)
+@click.option("--epsilon", type=POSITIVE, default=None, help="Target epsilon (to find T or sigma).")
 @click.option("--max-steps", type=click.IntRange(min=1), default=5000, show_default=True,
               help="Upper end of the step search.")
 def account(run, **options):
     """Epsilon of (sigma, b, q, T, delta), or the largest T / smallest sigma within a budget. No data."""
     from cortexkit.tools import dpfair
 
-    run.write_report(dpfair.account(dpfair.AccountConfig(**options)))
+    run.write_report(dpfair.account(dpfair.AccountConfig(**options), run.warn))
 
 
 @verb(group, "sweep", output="report", torch_options=True, advanced=ADVANCED_TRAIN)
-@click.argument("table", metavar="TABLE.csv|-")
+@click.argument("table", metavar="TABLE|-")
 @click.option("--test", "test_table", required=True, metavar="TEST.csv", help="Held-out table for the Pareto front.")
 @click.option("--gammas", default="0.01,0.02,0.05,0.1,0.15,0.2", show_default=True, metavar="G[,G]",
               help="The gamma grid.")
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per gamma.")
 @click.option("--iterate", type=click.Choice(["last", "average"]), default="average", show_default=True)
-@click.option("--plot", default=None, metavar="PNG", help="Also draw test error vs DP gap (needs matplotlib).")
+@output_option("--plot", metavar="PNG", help="Also draw test error vs DP gap (needs matplotlib).")
 @data_options
 @train_options
 def sweep(run, table, test_table, gammas, seeds, iterate, plot, **options):
@@ -343,14 +381,14 @@ def sweep(run, table, test_table, gammas, seeds, iterate, plot, **options):
         raise CortexError("sweep varies gamma: give a constraint, not none")
     if plot is not None:
         require_matplotlib()
-    data, test = _read_table(table), _read_table(test_table)
+    data, test = _read_table(table, options["categorical"]), _read_table(test_table, options["categorical"])
     report = dpfair.sweep(data, test, _train_config(**options), grid, seeds=seeds, iterate=iterate,
                           seed=run.seed or 0, source=_source(table), test_source=test_table, device=run.device,
                           progress=run.progress, warn=run.warn, info=run.info)
     if plot is not None:
         from cortexkit.tools.dpfair.plot import pareto_figure
 
-        pareto_figure(report["rows"]).savefig(plot, dpi=120)
+        run.write_figure(pareto_figure(report["rows"]), plot, dpi=120)
         report["plot"] = plot
     run.write_report(report)
 

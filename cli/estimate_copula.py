@@ -60,25 +60,32 @@ Nothing is written on error.
     "EXAMPLES": """
 Simulate a Clayton copula, fit a CDC to it in the same pipeline, and score held-out rows:
 
-    cortexkit estimate-copula simulate --copula clayton:theta=3 -d 2 -n 16000 --seed 1 \\
+    cortexkit estimate-copula simulate --copula clayton:theta=3 -d 2 -n 16000 \\
+      --seed 1 \\
         | cortexkit estimate-copula fit - --steps 3000 -o clayton.st
-    cortexkit estimate-copula simulate --copula clayton:theta=3 -d 2 -n 4000 --seed 2 \\
+    cortexkit estimate-copula simulate --copula clayton:theta=3 -d 2 -n 4000 \\
+      --seed 2 \\
         --log-density -o test.st
     cortexkit estimate-copula evaluate clayton.st test.st --columns x1,x2
 
 Fit MAGIC's copula with a reduced CPU network and compare with the Gaussian copula:
 
-    cortexkit estimate-copula fit train.csv --hidden 256 --depth 4 --lr 1e-3 --time-limit 600 -o magic.st
-    cortexkit estimate-copula evaluate magic.st test.csv | grep -E '^(ll|gaussian_copula_ll|ess_fraction):'
+    cortexkit estimate-copula fit train.csv --hidden 256 --depth 4 --lr 1e-3 \\
+      --time-limit 600 -o magic.st
+    cortexkit estimate-copula evaluate magic.st test.csv | grep \\
+      -E '^(ll|gaussian_copula_ll|ess_fraction):'
 
 Draw 1000 rows in data space and write them as CSV; map a table to the Gaussian scale:
 
-    cortexkit estimate-copula sample magic.st -n 1000 --space data | cortexkit convert - samples.csv
-    cortexkit estimate-copula transform magic.st test.csv --to gaussian | cortexkit convert - z.csv
+    cortexkit estimate-copula sample magic.st -n 1000 --space data \\
+      | cortexkit convert - samples.csv
+    cortexkit estimate-copula transform magic.st test.csv --to gaussian \\
+      | cortexkit convert - z.csv
 
 Per-row log densities in data space (copula + marginals), normalised:
 
-    cortexkit estimate-copula score magic.st test.csv --density data --normalise | cortexkit convert - ll.csv
+    cortexkit estimate-copula score magic.st test.csv --density data \\
+      --normalise | cortexkit convert - ll.csv
 """,
     "FILES": """
 - copula-model artifact (written by fit) :: marginals.knots_x, marginals.knots_u: (sum m_j,)

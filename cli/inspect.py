@@ -11,7 +11,9 @@ MAN = {
 Read one artifact (a safetensors file, from a path or from stdin with -) and write a YAML
 summary: its kind, schema version, producer command line, resolved configuration, the other
 metadata keys, and for each tensor its name, dtype and shape, with min, max and mean for
-floating-point tensors (and the count of NaN values, if any) and min and max for integer ones.
+floating-point tensors, taken over the finite values, with the counts of nan, +inf and -inf
+values when there are any, and min and max for integer ones. A damaged artifact is summarised
+too: inspect does not check the schema of its kind.
 
 Every cortexkit command that writes an artifact can be piped into inspect. A safetensors file
 made elsewhere is summarised too (its kind is then null).
@@ -50,12 +52,13 @@ def summarise(artifact) -> dict:
         entry = {"dtype": str(array.dtype), "shape": list(array.shape)}
         if array.size and np.issubdtype(array.dtype, np.floating):
             finite = array[np.isfinite(array)]
-            nans = int(np.isnan(array).sum())
-            if finite.size:
+            if finite.size:  # of the finite values; the others are counted apart
                 entry.update(min=float(finite.min()), max=float(finite.max()),
                              mean=float(finite.mean(dtype=np.float64)))
-            if nans:
-                entry["nan"] = nans
+            for key, count in (("nan", np.isnan(array).sum()), ("+inf", np.isposinf(array).sum()),
+                               ("-inf", np.isneginf(array).sum())):
+                if count:
+                    entry[key] = int(count)
         elif array.size and (np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_):
             entry.update(min=int(array.min()), max=int(array.max()))
         tensors[name] = entry
@@ -75,4 +78,4 @@ def summarise(artifact) -> dict:
 @click.argument("file", metavar="FILE|-")
 def command(run, file):
     """Summarise any artifact as YAML: kind, producer, config and every tensor."""
-    run.write_report(summarise(run.read_artifact(file, framework="np")))
+    run.write_report(summarise(run.read_artifact(file, framework="np", check=False)))

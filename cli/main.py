@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
 import traceback
 
 import click
 
-from cortexkit.cli.base import CONTEXT_SETTINGS, Failure
+from cortexkit.cli.base import CONTEXT_SETTINGS, Failure, Terminated
 from cortexkit.formats.errors import CortexError
 
 # name -> "module:attribute"; modules are imported only when their command is needed, and no
@@ -23,6 +24,7 @@ COMMANDS = {
     "estimate-copula": "cortexkit.cli.estimate_copula:group",
     "train-pcn": "cortexkit.cli.train_pcn:group",
     "tokenize-eeg": "cortexkit.cli.tokenize_eeg:group",
+    "fit-avatar": "cortexkit.cli.fit_avatar:group",
 }
 
 
@@ -54,8 +56,10 @@ def version() -> str:
 def cli():
     """cortexkit: seven research methods as Unix tools that read and write safetensors and YAML.
 
-    Every command takes -o PATH (- = stdout), --config FILE.yaml, --print-config, -q, -v and
-    --debug; torch commands also take --seed, --device and --threads. See man cortexkit.
+    Commands that write one artifact or report take -o PATH (- = stdout, the default; convert
+    names its output as a second argument instead). Every command takes --config FILE.yaml,
+    --print-config, -q, -v and --debug; torch commands also take --seed, --device and
+    --threads. See man cortexkit.
     """
 
 
@@ -82,8 +86,26 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _terminate(signum, _frame) -> None:
+    """SIGTERM/SIGHUP: unwind as Ctrl-C does (staged outputs and temporaries removed); further
+    signals are ignored so the clean-up itself is not cut short."""
+    for other in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(other, signal.SIG_IGN)
+    raise Terminated(signum)
+
+
+def _install_signal_handlers() -> None:
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup's choice is kept
+                signal.signal(signum, _terminate)
+        except (ValueError, OSError):  # not the main thread
+            pass
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
+    _install_signal_handlers()
     debug = "--debug" in args[: args.index("--")] if "--" in args else "--debug" in args
     try:
         rv = cli.main(args, prog_name="cortexkit", standalone_mode=False)
@@ -99,7 +121,11 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(failure.error, BrokenPipeError):
             _quiet_stdout()
             sys.exit(1)
+        if isinstance(failure.error, Terminated):
+            click.echo(f"{failure.command_path}: terminated", err=True)
+            sys.exit(128 + failure.error.signum)
         if isinstance(failure.error, KeyboardInterrupt):
+            click.echo(f"{failure.command_path}: interrupted", err=True)
             sys.exit(130)
         click.echo(f"{failure.command_path}: error: {describe(failure.error)}", err=True)
         sys.exit(1)
@@ -108,6 +134,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except KeyboardInterrupt:
         sys.exit(130)
+    except Terminated as exc:
+        click.echo("cortexkit: terminated", err=True)
+        sys.exit(128 + exc.signum)
     except BrokenPipeError:
         _quiet_stdout()
         sys.exit(1)

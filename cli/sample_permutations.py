@@ -6,7 +6,8 @@ import math
 
 import click
 
-from cortexkit.cli.base import tool_group, verb
+from cortexkit.cli.base import NONNEGATIVE, Count, POSITIVE, UNIT, Float, output_option, tool_group, verb
+from cortexkit.tools.permutations import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 from cortexkit.formats.errors import CortexError
 
 group = tool_group(
@@ -110,53 +111,66 @@ no output file is written.
     "EXAMPLES": """
 Fit Mallows and an autoregressive model to the sushi rankings and compare held-out NLL:
 
-    cortexkit sample-permutations fit sushi.soc --model mallows --reference borda -o mallows.st
-    cortexkit sample-permutations fit train.st --model ar --representation insertion \\
+    cortexkit sample-permutations fit sushi.soc --model mallows \\
+        --reference borda -o mallows.st
+    cortexkit sample-permutations fit train.st --model ar \\
+        --representation insertion \\
         --reference borda --epochs 60 -o ar.st
     cortexkit sample-permutations evaluate ar.st test.st --nfe 10 | yq .nll
 
 Sample 10000 permutations from a masked model in 2 forward passes and look at them:
 
-    cortexkit sample-permutations sample mlm.st -n 10000 --nfe 2 --seed 1 | cortexkit inspect -
+    cortexkit sample-permutations sample mlm.st -n 10000 --nfe 2 --seed 1 \\
+        | cortexkit inspect -
 
 The 5 most likely permutations of an autoregressive model by beam search (width 32), and the
 mode of a Mallows model (its centre), with their log-likelihoods:
 
-    cortexkit sample-permutations sample ar.st --strategy beam --beam-width 32 -n 5 | cortexkit inspect -
+    cortexkit sample-permutations sample ar.st --strategy beam --beam-width 32 \\
+        -n 5 | cortexkit inspect -
     cortexkit sample-permutations sample mallows.st --strategy greedy -o mode.st
 
 Complete a partial ranking (items 3 then 7 on top) with a lehmer model:
 
-    cortexkit sample-permutations sample model.st -n 5 --given 3,7 | cortexkit convert - out.csv
+    cortexkit sample-permutations sample model.st -n 5 --given 3,7 \\
+        | cortexkit convert - out.csv
 
 Re-rank movies: a conditional model on MovieLens training users, completions for test users
 whose order of the 3 most popular of their 10 movies is known (2, then 0, then 1):
 
-    cortexkit sample-permutations fit u.data --split train --n-items 10 --model ar \\
+    cortexkit sample-permutations fit u.data --split train --n-items 10 \\
+        --model ar \\
         --condition items -o ml.st
-    cortexkit sample-permutations sample ml.st --items u.data --split test -n 32 --given 2,0,1 -o c.st
+    cortexkit sample-permutations sample ml.st --items u.data --split test \\
+        -n 32 --given 2,0,1 -o c.st
 
 Jigsaw puzzles: row i of train.st holds the grid cell of each shuffled piece (an ordering
 read as "position = piece, item = cell"), ctrain.st the pieces' flattened pixels, context
 (N, 9, 81) for 3x3 puzzles of 9x9 patches; solve test puzzles by beam search and score them:
 
-    cortexkit sample-permutations fit train.st --model ar --representation lehmer \\
-        --condition features --context ctrain.st --head pointer --context-encoder mlp \\
+    cortexkit sample-permutations fit train.st --model ar \\
+        --representation lehmer \\
+        --condition features --context ctrain.st --head pointer \\
+        --context-encoder mlp \\
         --epochs 20 --lr 2e-3 --batch-size 128 -o jigsaw.st
-    cortexkit sample-permutations sample jigsaw.st --strategy beam --beam-width 5 \\
+    cortexkit sample-permutations sample jigsaw.st --strategy beam \\
+        --beam-width 5 \\
         --context ctest.st -o solved.st
-    cortexkit sample-permutations score jigsaw.st test.st --context ctest.st | yq .mean_nll
+    cortexkit sample-permutations score jigsaw.st test.st --context ctest.st \\
+        | yq .mean_nll
 
 A context file from numpy: np.savez("c.npz", context=x) then cortexkit convert c.npz c.st.
 
 Encode orderings as insertion vectors relative to their Borda order, and back:
 
-    cortexkit sample-permutations encode orders.txt --representation insertion --reference borda \\
+    cortexkit sample-permutations encode orders.txt --representation insertion \\
+        --reference borda \\
         | cortexkit sample-permutations decode - -o same.st
 
 Score held-out rankings at NFE 1, 2, 5 and 10:
 
-    for k in 1 2 5 10; do cortexkit sample-permutations score mlm.st test.st --nfe $k | yq .mean_nll; done
+    for k in 1 2 5 10; do cortexkit sample-permutations score mlm.st test.st \\
+        --nfe $k | yq .mean_nll; done
 """,
     "FILES": """
 - permutations artifact (kind permutations; written by sample and decode, read by every verb)
@@ -215,7 +229,7 @@ def input_options(func):
                      help="MovieLens: keep movies with at least this many ratings."),
         click.option("--split", type=click.Choice(["all", "train", "test"]), default="all",
                      show_default=True, help="MovieLens: which users (split by --split-seed)."),
-        click.option("--test-fraction", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+        click.option("--test-fraction", type=UNIT, default=0.2, show_default=True,
                      help="MovieLens: fraction of users in the test split."),
         click.option("--split-seed", type=int, default=0, show_default=True,
                      help="MovieLens: seed of the user split and of the subsets and tie-breaks."),
@@ -445,13 +459,13 @@ ADVANCED_NET = ("smoothing", "weight_decay", "val_fraction", "patience", "val_nf
               show_default=True, help="mlp: one hidden layer (--context-hidden).")
 @click.option("--context-hidden", type=click.IntRange(min=1), default=None, hidden=True,
               help="Hidden width of the mlp context encoder (default --ff).")
-@click.option("--smoothing", type=click.FloatRange(min=0), default=0.5, show_default=True,
+@click.option("--smoothing", type=NONNEGATIVE, default=0.5, show_default=True,
               help="product/rim: pseudo-counts added to every legal digit value.")
 @click.option("--epochs", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True)
-@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=1e-3, show_default=True)
-@click.option("--weight-decay", type=click.FloatRange(min=0), default=1e-2, show_default=True)
-@click.option("--val-fraction", type=click.FloatRange(0, 0.9), default=0.1, show_default=True,
+@click.option("--lr", type=POSITIVE, default=1e-3, show_default=True)
+@click.option("--weight-decay", type=NONNEGATIVE, default=1e-2, show_default=True)
+@click.option("--val-fraction", type=Float(0, 0.9), default=0.1, show_default=True,
               help="Part of DATA held out to keep the best epoch (neural models).")
 @click.option("--patience", type=click.IntRange(min=1), default=30, show_default=True,
               help="Stop after this many epochs without a better validation NLL.")
@@ -461,7 +475,7 @@ ADVANCED_NET = ("smoothing", "weight_decay", "val_fraction", "patience", "val_nf
 @click.option("--layers", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--heads", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--ff", type=click.IntRange(min=4), default=128, show_default=True)
-@click.option("--dropout", type=click.FloatRange(0, 1), default=0.1, show_default=True)
+@click.option("--dropout", type=Float(0, 1, max_open=True), default=0.1, show_default=True)
 @input_options
 def fit(run, data, kind, representation, reference, condition, context_file, head, context_encoder,
         context_hidden, smoothing, epochs, batch_size, lr, weight_decay, val_fraction, patience, val_nfe,
@@ -527,7 +541,7 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
 
 @verb(group, "sample", output="artifact", torch_options=True, advanced=ADVANCED_INPUT + ("batch_size",))
 @click.argument("model_file", metavar="MODEL|-")
-@click.option("-n", "--num", type=click.IntRange(min=1), default=None,
+@click.option("-n", "--num", type=Count(bytes_each=16, what="permutations"), default=None,
               help="sample: how many permutations to draw (default 1000). beam: how many of the "
                    "best to keep (default 1, at most --beam-width). greedy: 1.")
 @click.option("--nfe", type=click.IntRange(min=1), default=None,
@@ -618,7 +632,7 @@ def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, it
 @click.argument("data", metavar="DATA|-")
 @click.option("--nfe", default=None, metavar="K", help="Masked models: NFE of the sampler scored (default n).")
 @nfe_options
-@click.option("--scores", "scores_path", default=None, metavar="PATH",
+@output_option("--scores", "scores_path",
               help="Also write per-permutation log-likelihoods (permutation-scores artifact).")
 @click.option("--context", "context_file", default=None, metavar="FILE",
               help="Feature-conditioned models: 'context', one row per permutation.")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import require_matplotlib, tool_group, verb
+from cortexkit.cli.base import POSITIVE, Count, UNIT, Float, output_option, require_matplotlib, tool_group, verb
+from cortexkit.tools.npe import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 from cortexkit.formats.errors import CortexError
 
 group = tool_group(
@@ -78,13 +79,16 @@ a failed run's simulator time is not lost.
     "EXAMPLES": """
 Simulate the built-in OU task at both fidelities and train MF-NPE:
 
-    cortexkit simulate-npe simulate --task ou --fidelity lf -n 10000 --seed 1 -o lf.safetensors
+    cortexkit simulate-npe simulate --task ou --fidelity lf -n 10000 --seed 1 \\
+      -o lf.safetensors
     cortexkit simulate-npe simulate --task ou -n 100 --seed 2 -o hf.safetensors
-    cortexkit simulate-npe train --method mf-npe --task ou --lf lf.safetensors --hf hf.safetensors -o post.safetensors
+    cortexkit simulate-npe train --method mf-npe --task ou --lf lf.safetensors \\
+      --hf hf.safetensors -o post.safetensors
 
 Posterior samples for observations and their C2ST against reference samples:
 
-    cortexkit simulate-npe sample post.safetensors --x-o obs.safetensors -n 1000 \\
+    cortexkit simulate-npe sample post.safetensors --x-o obs.safetensors \\
+      -n 1000 \\
       | cortexkit simulate-npe evaluate - --reference obs.safetensors
 
 A prior spec and an external simulator, fanned out with GNU parallel over 4 shards:
@@ -93,24 +97,31 @@ A prior spec and an external simulator, fanned out with GNU parallel over 4 shar
     - {name: g_na, dist: uniform, low: 0.005, high: 0.8}
     - {name: g_k, dist: lognormal, loc: -4.0, scale: 0.5}
     END
-    parallel cortexkit simulate-npe simulate --prior prior.yaml -n 1000 --seed 7 --shard {}/4 \\
-      --simulator-cmd ./run_neuron --timeout 600 -o shard{}.safetensors ::: 0 1 2 3
+    parallel cortexkit simulate-npe simulate --prior prior.yaml -n 1000 \\
+      --seed 7 --shard {}/4 \\
+      --simulator-cmd ./run_neuron --timeout 600 \\
+      -o shard{}.safetensors ::: 0 1 2 3
     cortexkit simulate-npe merge shard*.safetensors -o hf.safetensors
 
 A-MF-TSNPE for observation 3, with the HF task simulated in the loop:
 
-    cortexkit simulate-npe train --method a-mf-tsnpe --task ou --lf lf.safetensors \\
+    cortexkit simulate-npe train --method a-mf-tsnpe --task ou \\
+      --lf lf.safetensors \\
       --x-o obs.safetensors --observation 3 --hf-budget 100 -o post3.safetensors
 
 Calibration without a reference posterior, with the rank histograms drawn (needs matplotlib):
 
-    cortexkit simulate-npe simulate --task sir -n 200 --seed 9 -o test.safetensors
-    cortexkit simulate-npe evaluate --posterior post.safetensors --sbc test.safetensors --plot sbc.png
+    cortexkit simulate-npe simulate --task sir -n 200 --seed 9 \\
+      -o test.safetensors
+    cortexkit simulate-npe evaluate --posterior post.safetensors \\
+      --sbc test.safetensors --plot sbc.png
 
 A pair plot of observation 2's posterior against its reference samples:
 
-    cortexkit simulate-npe sample post.safetensors --x-o obs.safetensors -n 1000 \
-      | cortexkit simulate-npe evaluate - --reference obs.safetensors --observation 2 --plot pairs.png
+    cortexkit simulate-npe sample post.safetensors --x-o obs.safetensors \\
+      -n 1000 \\
+      | cortexkit simulate-npe evaluate - --reference obs.safetensors \\
+      --observation 2 --plot pairs.png
 """,
     "FILES": """
 - npe-simulations (simulate, merge; train --lf/--hf) :: theta (n, d) float32 parameters; x (n, x_dim)
@@ -307,19 +318,19 @@ ADVANCED_TRAIN = ("timeout", "workers", "partial", "quantile", "truncation_sampl
 @click.option("--simulator", metavar="MODULE:FUNCTION", help="A Python function theta (n, d) -> x (n, x_dim).")
 @click.option("--simulator-cmd", metavar="CMD", help="External program: theta artifact on stdin, x artifact on stdout.")
 @click.option("--prior", "prior_path", metavar="YAML", help="Prior spec (overrides the task's prior).")
-@click.option("-n", "--num-simulations", type=click.IntRange(min=1), help="Parameters to draw (whole run, all shards).")
+@click.option("-n", "--num-simulations", type=Count(bytes_each=16, what="simulations"), help="Parameters to draw (whole run, all shards).")
 @click.option("--theta", "theta_path", metavar="FILE", help="Simulate these parameters (tensor theta) instead of drawing them.")
 @click.option("--proposal", metavar="POSTERIOR", help="Draw from the prior truncated by this posterior at --x-o (TSNPE round).")
 @click.option("--x-o", "x_o_path", metavar="FILE", help="Observation for --proposal.")
 @click.option("--observation", type=int, default=None, help="Row of --x-o to use (0-based).")
-@click.option("--quantile", type=float, default=1e-6, show_default=True, help="Truncation quantile for --proposal.")
+@click.option("--quantile", type=Float(0, 1, min_open=True, max_open=True), default=1e-6, show_default=True, help="Truncation quantile for --proposal.")
 @click.option("--truncation-samples", type=click.IntRange(min=100), default=1_000_000, show_default=True,
               help="Posterior draws whose --quantile sets the truncation threshold.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Parallel simulator processes.")
 @click.option("--shard", metavar="i/N", help="Run only shard i of N (chunk-aligned); join with merge.")
 @click.option("--chunk-size", type=click.IntRange(min=1), default=1000, show_default=True, help="Simulations per simulator call.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="Seconds one simulator call may take.")
-@click.option("--partial", metavar="PATH", help="Where finished simulations go if the run fails [OUTPUT.partial].")
+@click.option("--timeout", type=POSITIVE, default=None, help="Seconds one simulator call may take.")
+@output_option("--partial", help="Where finished simulations go if the run fails [OUTPUT.partial].")
 def simulate(run, task, fidelity, simulator, simulator_cmd, prior_path, num_simulations, theta_path, proposal,
              x_o_path, observation, quantile, truncation_samples, workers, shard, chunk_size, timeout, partial):
     """Run a simulator on parameters from the prior, a truncated proposal or a file."""
@@ -407,7 +418,7 @@ def simulate(run, task, fidelity, simulator, simulator_cmd, prior_path, num_simu
         if kept is not None:
             target = _partial_target(run, partial)
             tensors, n_bad = kept
-            run.write_artifact(tensors, SIM_KIND, metadata={**meta, "npe.n_invalid": n_bad, "npe.partial": True}, target=target)
+            run.write_artifact(tensors, SIM_KIND, metadata={**meta, "npe.n_invalid": n_bad, "npe.partial": True}, target=target, now=True)
             where = f"; the {tensors['theta'].shape[0]} finished simulations were kept in {target}"
         raise CortexError(f"{err}{where}") from None
     bar.close()
@@ -476,29 +487,29 @@ def merge(run, files):
 @click.option("--task", help="Built-in task: its prior, and its HF simulator for sequential methods.")
 @click.option("--simulator", metavar="MODULE:FUNCTION", help="HF simulator for sequential methods.")
 @click.option("--simulator-cmd", metavar="CMD", help="External HF simulator for sequential methods.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="Seconds one simulator call may take.")
+@click.option("--timeout", type=POSITIVE, default=None, help="Seconds one simulator call may take.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Parallel simulator processes.")
-@click.option("--partial", metavar="PATH", help="Where finished HF simulations go if a round's simulator fails [OUTPUT.partial].")
+@output_option("--partial", help="Where finished HF simulations go if a round's simulator fails [OUTPUT.partial].")
 @click.option("--x-o", "x_o_path", metavar="FILE", help="Observation(s) for sequential methods.")
 @click.option("--observation", type=int, default=None, help="Row of --x-o (0-based) for sequential methods.")
 @click.option("--hf-budget", type=click.IntRange(min=2), help="HF simulations in total over all rounds (sequential).")
 @click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True,
               help="Sequential rounds; each simulates --hf-budget / rounds.")
-@click.option("--quantile", type=float, default=1e-6, show_default=True, help="Truncation quantile.")
+@click.option("--quantile", type=Float(0, 1, min_open=True, max_open=True), default=1e-6, show_default=True, help="Truncation quantile.")
 @click.option("--truncation-samples", type=click.IntRange(min=100), default=1_000_000, show_default=True,
               help="Posterior draws whose --quantile sets the truncation threshold.")
 @click.option("--ensemble", type=click.IntRange(min=0), default=0, help="Ensemble members (0: 5 for a-mf-tsnpe, else 1).")
-@click.option("--active-fraction", type=click.FloatRange(0, 1), default=None, help="Share of acquired parameters per round [0.2 for a-mf-tsnpe].")
+@click.option("--active-fraction", type=UNIT, default=None, help="Share of acquired parameters per round [0.2 for a-mf-tsnpe].")
 @click.option("--candidates", type=click.IntRange(min=0), default=0, help="Acquisition candidates (0: 250/2500/25000 by budget).")
-@click.option("--lr", type=float, default=5e-4, show_default=True, help="Learning rate on HF data (npe, fine-tuning).")
-@click.option("--lr-pretrain", type=float, default=1e-4, show_default=True, help="Learning rate on LF data.")
+@click.option("--lr", type=POSITIVE, default=5e-4, show_default=True, help="Learning rate on HF data (npe, fine-tuning).")
+@click.option("--lr-pretrain", type=POSITIVE, default=1e-4, show_default=True, help="Learning rate on LF data.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=200, show_default=True, help="Minibatch size, capped at the training-set size.")
-@click.option("--validation-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.1, show_default=True,
+@click.option("--validation-fraction", type=Float(0, 1, min_open=True, max_open=True), default=0.1, show_default=True,
               help="Held out for early stopping.")
 @click.option("--patience", type=click.IntRange(min=1), default=20, show_default=True,
               help="Epochs without validation improvement before stopping.")
-@click.option("--clip", type=float, default=5.0, show_default=True, help="Gradient norm clip.")
-@click.option("--max-epochs", type=click.IntRange(min=1), default=2**31 - 1, help="Hard cap on epochs [none].")
+@click.option("--clip", type=POSITIVE, default=5.0, show_default=True, help="Gradient norm clip.")
+@click.option("--max-epochs", type=click.IntRange(min=1), default=None, help="Hard cap on epochs [none].")
 @click.option("--x-stats", type=click.Choice(["auto", "refit", "keep"]), default="auto", show_default=True,
               help="x z-score when fine-tuning: refit on HF (mf-npe) or keep LF's (mf-tsnpe); auto = the paper's.")
 @click.option("--transforms", type=click.IntRange(min=1), default=5, show_default=True,
@@ -526,7 +537,7 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
 
     flow_cfg = FlowConfig(transforms, bins, hidden, depth, embedding, embedding_dim)
     base = TrainConfig(lr=lr, batch_size=batch_size, validation_fraction=validation_fraction, patience=patience,
-                       clip=clip, max_epochs=max_epochs)
+                       clip=clip, max_epochs=max_epochs or 2**31 - 1)
     seed = run.seed or 0
     sequential = method in SEQUENTIAL
     multifidelity = method.startswith("mf-") or method.startswith("a-mf-")
@@ -658,7 +669,7 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
                                SIM_KIND, metadata={"npe.simulator": spec.describe(), "npe.fidelity": "hf",
                                                    "npe.prior": prior.to_spec(), "npe.parameter_names": prior.names,
                                                    "npe.n_invalid": int((~ok).sum()), "npe.partial": True},
-                               target=target)
+                               target=target, now=True)
             raise CortexError(f"{err}; the {int(ok.sum())} HF simulations of the {len(finished)} finished "
                               f"round(s) were kept in {target}") from None
         history["rounds"] = [{"n": int(r.theta.shape[0]), "acquired": int(r.acquired.sum()), "invalid": r.n_invalid,
@@ -684,7 +695,7 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
 @click.argument("posterior_path", metavar="POSTERIOR|-")
 @click.option("--x-o", "x_o_path", metavar="FILE", help="Observations (tensor x_o or x); default: the posterior's own x_o.")
 @click.option("--observation", type=int, default=None, help="Use only this row of --x-o (0-based).")
-@click.option("-n", "--num-samples", type=click.IntRange(min=1), default=1000, show_default=True)
+@click.option("-n", "--num-samples", type=Count(bytes_each=8, what="posterior samples"), default=1000, show_default=True)
 def sample(run, posterior_path, x_o_path, observation, num_samples):
     """Posterior samples theta ~ q(theta | x_o) for one or many observations -> npe-samples."""
     import torch
@@ -750,7 +761,7 @@ def score(run, posterior_path, data_path):
 @click.option("--x-o", "x_o_path", metavar="FILE", help="Observations with theta_o/theta_true, for NLTP.")
 @click.option("--sbc", "sbc_path", metavar="FILE", help="Simulations (theta, x) for simulation-based calibration.")
 @click.option("--sbc-samples", type=click.IntRange(min=10), default=100, show_default=True, help="Posterior draws per SBC pair.")
-@click.option("--plot", metavar="PNG", help="Pair plot of SAMPLES vs reference (--observation K, default 0), "
+@output_option("--plot", metavar="PNG", help="Pair plot of SAMPLES vs reference (--observation K, default 0), "
               "else SBC rank histograms (needs matplotlib).")
 @click.option("--observation", type=int, default=None, help="Evaluate (and plot) only this row of SAMPLES (0-based).")
 def evaluate(run, samples_path, reference, metrics, max_samples, posterior_path, x_o_path, sbc_path, sbc_samples,
@@ -851,8 +862,10 @@ def evaluate(run, samples_path, reference, metrics, max_samples, posterior_path,
             k = rows[0]
             names = art.meta_json("npe.parameter_names") or [f"theta_{j + 1}" for j in range(ours.shape[2])]
             title = f"observation {k}" + (f": RF-C2ST {per[0]['rf_c2st']:.3f}" if "rf_c2st" in per[0] else "")
-            plots.pair_plot(plot, ours[k], ref[k], names, title)
+            with run.output_file(plot) as tmp:
+                plots.pair_plot(tmp, ours[k], ref[k], names, title)
         else:
-            plots.sbc_plot(plot, ranks, sbc_samples, post.prior.names)
+            with run.output_file(plot) as tmp:
+                plots.sbc_plot(tmp, ranks, sbc_samples, post.prior.names)
         report["plot"] = str(plot)
     run.write_report(report)

@@ -59,24 +59,29 @@ and mean quantized vectors, with source, window_start and label columns).
     "EXAMPLES": """
 Train a small tokenizer on a few runs, then tokenize another run:
 
-    cortexkit tokenize-eeg train S001R0[3-9].edf --preset small --codebook-size 1024 \\
+    cortexkit tokenize-eeg train S001R0[3-9].edf --preset small \\
+        --codebook-size 1024 \\
         --kmeans-init --dead-code-threshold 1 --epochs 10 -o tok.safetensors
-    cortexkit tokenize-eeg encode tok.safetensors S001R11.edf -o tokens.safetensors
+    cortexkit tokenize-eeg encode tok.safetensors S001R11.edf \\
+        -o tokens.safetensors
     cortexkit inspect tokens.safetensors
 
 Reconstruct from tokens, and report reconstruction and codebook health on held-out runs:
 
-    cortexkit tokenize-eeg decode tok.safetensors tokens.safetensors -o signal.safetensors
+    cortexkit tokenize-eeg decode tok.safetensors tokens.safetensors \\
+        -o signal.safetensors
     cortexkit tokenize-eeg evaluate tok.safetensors S001R1[1-4].edf
 
 Per-window features with the annotation label, straight into a classifier or a CSV:
 
     cortexkit tokenize-eeg encode tok.safetensors S001R*.edf --stride 4 \\
-        | cortexkit tokenize-eeg features tok.safetensors - | cortexkit convert - features.csv
+        | cortexkit tokenize-eeg features tok.safetensors - \\
+        | cortexkit convert - features.csv
 
 An array recording (channels x samples, microvolts) with its own montage:
 
-    cortexkit tokenize-eeg train rec.npy --sfreq 250 --channel-names C3,CZ,C4 --channels C3,CZ,C4 \\
+    cortexkit tokenize-eeg train rec.npy --sfreq 250 --channel-names C3,CZ,C4 \\
+        --channels C3,CZ,C4 \\
         --preset tiny --patches 4 -o tok.safetensors
 """,
     "FILES": """

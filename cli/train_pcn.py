@@ -63,29 +63,36 @@ log10(max/min) over hidden layers), predict (model + images -> a table of logits
     "EXAMPLES": """
 Meta-PCN on MNIST (10k/10k subset shipped with the project), with a per-epoch log and a plot:
 
-    cortexkit train-pcn train mnist.safetensors --split train --test mnist.safetensors \\
-        --arch mlp --depth 8 --steps 8 --state-lr 1 --epochs 3 --log log.yaml --plot pcn.png \\
+    cortexkit train-pcn train mnist.safetensors --split train \\
+      --test mnist.safetensors \\
+        --arch mlp --depth 8 --steps 8 --state-lr 1 --epochs 3 --log log.yaml \\
+        --plot pcn.png \\
         -o meta.safetensors
     cortexkit train-pcn evaluate meta.safetensors mnist.safetensors --split test
 
 The baselines on the same data: backprop with the same weight normalisation, and PC:
 
-    cortexkit train-pcn train mnist.safetensors --method bp --weight-norm -o bpwn.safetensors
-    cortexkit train-pcn train mnist.safetensors --method pc --steps 8 --state-lr 0.1 -o pc.safetensors
+    cortexkit train-pcn train mnist.safetensors --method bp --weight-norm \\
+      -o bpwn.safetensors
+    cortexkit train-pcn train mnist.safetensors --method pc --steps 8 \\
+      --state-lr 0.1 -o pc.safetensors
 
 A VGG-5 at quarter width on CIFAR-10 python batches, with augmentation:
 
-    cortexkit train-pcn train cifar-10-batches-py --arch vgg5 --width-scale 0.25 --augment \\
+    cortexkit train-pcn train cifar-10-batches-py --arch vgg5 \\
+      --width-scale 0.25 --augment \\
         --normalize cifar10 --checkpoint last.safetensors -o vgg5.safetensors
 
 Predictions of an image folder (DIR/CLASS/*.png): a table artifact into another tool, or CSV:
 
-    cortexkit train-pcn predict meta.safetensors digits/ | cortexkit convert --tensor label - labels.csv
+    cortexkit train-pcn predict meta.safetensors digits/ | cortexkit convert \\
+      --tensor label - labels.csv
     cortexkit train-pcn predict meta.safetensors digits/ -o predictions.csv
 
 Data-parallel on two CPU processes:
 
-    torchrun --nproc-per-node 2 $(command -v cortexkit) train-pcn train mnist.safetensors -o m.safetensors
+    torchrun --nproc-per-node 2 $(command -v cortexkit) train-pcn train \\
+      mnist.safetensors -o m.safetensors
 """,
     "FILES": """
 - IMAGES :: a safetensors file (or -) with images (uint8, (N, C, H, W) or (N, H, W, C)) and labels

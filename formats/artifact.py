@@ -68,12 +68,28 @@ class Artifact:
     @property
     def config(self) -> dict:
         text = self.metadata.get(CONFIG)
-        return (yaml.safe_load(text) or {}) if text else {}
+        if not text:
+            return {}
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise CortexError(f"{self.source}: metadata '{CONFIG}' is not readable YAML "
+                              "(damaged file)") from None
+        if value is not None and not isinstance(value, dict):
+            raise CortexError(f"{self.source}: metadata '{CONFIG}' is not a mapping "
+                              "(damaged file)")
+        return value or {}
 
     def meta_json(self, key: str, default: Any = None) -> Any:
         """A tool-specific metadata value that was stored as JSON."""
         text = self.metadata.get(key)
-        return default if text is None else json.loads(text)
+        if text is None:
+            return default
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            raise CortexError(f"{self.source}: metadata '{key}' is not valid JSON "
+                              "(damaged file)") from None
 
     def tensor(self, *names: str):
         """The first tensor of ``names`` that the artifact holds (``tensor("x_o", "x")``), or a
@@ -136,12 +152,13 @@ def build_metadata(kind: str, *, version: str = "1", producer: str = "", config:
 
 def write_artifact(target: str | os.PathLike | None, tensors: dict[str, Any], kind: str, *,
                    version: str = "1", producer: str = "", config: dict | None = None,
-                   metadata: dict[str, Any] | None = None) -> None:
-    """Write an artifact atomically to a file, or to stdout for ``-``/None."""
+                   metadata: dict[str, Any] | None = None, now: bool = False) -> None:
+    """Write an artifact to a file or to stdout for ``-``/None (staged inside a command unless
+    ``now``; see :func:`cortexkit.formats.stdio.write_bytes`)."""
     if not tensors:
         raise CortexError(f"refusing to write an empty '{kind}' artifact (no tensors)")
     meta = build_metadata(kind, version=version, producer=producer, config=config, extra=metadata)
-    write_bytes(target, encode(tensors, meta))
+    write_bytes(target, encode(tensors, meta), now=now)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,6 +166,10 @@ def write_artifact(target: str | os.PathLike | None, tensors: dict[str, Any], ki
 
 def _bf16_to_float32(raw: np.ndarray) -> np.ndarray:
     return (raw.astype(np.uint32) << 16).view(np.float32)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**62
 
 
 def decode_header(data: bytes, name: str) -> tuple[dict, dict[str, str], int]:
@@ -174,9 +195,12 @@ def decode_header(data: bytes, name: str) -> tuple[dict, dict[str, str], int]:
     for tname, entry in header.items():
         try:
             tag, shape, (begin, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+            if not isinstance(shape, list) or not all(_whole(v) for v in [*shape, begin, end]):
+                raise TypeError("shape and offsets must be whole numbers")
             count = int(np.prod(shape, dtype=np.int64))
         except (KeyError, TypeError, ValueError):
-            raise CortexError(f"{name}: malformed entry for tensor '{tname}'") from None
+            raise CortexError(f"{name}: malformed header entry for tensor '{tname}' (dtype, shape"
+                              " and data_offsets must be a tag and whole numbers)") from None
         if tag not in _ITEMSIZE:
             raise CortexError(f"{name}: tensor '{tname}' has unsupported dtype {tag}")
         if not 0 <= begin <= end or end - begin != count * _ITEMSIZE[tag]:
@@ -231,15 +255,25 @@ def check_kind(artifact: Artifact, kind: str | Iterable[str] | None) -> None:
 
 
 def read_artifact(source: str | os.PathLike | None, kind: str | Iterable[str] | None = None, *,
-                  framework: str = "pt", max_version: int | None = None) -> Artifact:
+                  framework: str = "pt", max_version: int | None = None,
+                  check: bool = True) -> Artifact:
     """Read a whole artifact from a path or stdin (``-``), checking its kind.
 
     ``framework`` is ``"pt"`` for torch tensors or ``"np"`` for numpy arrays.
     ``max_version`` rejects artifacts written by a newer schema than the reader knows.
+    With ``check`` (the default) an artifact whose kind has a registered
+    :class:`~cortexkit.formats.schema.Schema` is checked against it (tensors, dtypes, shapes,
+    finiteness, version); ``inspect`` reads with ``check=False`` to show damaged files too.
     """
+    from cortexkit.formats.schema import schema_for
+
     name = display_name(source)
     artifact = decode(read_bytes(source), name, framework)
     check_kind(artifact, kind)
+    schema = schema_for(artifact.kind) if check else None
+    if schema is not None:  # the kind's registered schema (formats/schema.py)
+        schema.validate(artifact)
+        return artifact
     if max_version is not None and artifact.version is not None:
         if not artifact.version.isdigit() or int(artifact.version) > max_version:
             raise CortexError(f"{name}: '{artifact.kind}' schema version {artifact.version} is newer"

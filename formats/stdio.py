@@ -1,16 +1,29 @@
-"""Byte-level input and output: ``-`` for stdin/stdout, and atomic writes.
+"""Byte-level input and output: ``-`` for stdin/stdout, checked targets, all-or-none writes.
 
-Every output goes through :func:`write_bytes`: the bytes are complete before anything is
-written, a file target is written to a temporary file beside it and renamed into place, so a
-failed or interrupted command never leaves a partial file behind.
+Every output goes through :func:`write_bytes`. Outside a command it writes at once, atomically:
+a regular-file target is written to a temporary file beside it and renamed into place. Inside a
+command (the CLI base opens a :func:`transaction` around every verb) the write is *staged*: the
+temporary file is written now, and every staged output of the command is renamed into place
+together when the command succeeds, or removed when it fails or is interrupted, so a command
+leaves all of its outputs or none.
+
+Targets that are not regular files (``/dev/null``, a FIFO, a terminal or another character
+device) are opened and written through, never renamed over. A symlink is followed: its target
+is replaced atomically and the link kept. New files get the mode ``0666 & ~umask`` (as ``cp``
+and ``gzip`` create them); a replaced file keeps its permission bits. Messages name the user's
+path, never the temporary file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from cortexkit.formats.errors import CortexError
 
@@ -36,7 +49,10 @@ def read_bytes(source: str | os.PathLike | None) -> bytes:
         raise CortexError(f"{path}: no such file")
     if path.is_dir():
         raise CortexError(f"{path}: is a directory, expected a file")
-    return path.read_bytes()
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise CortexError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
 def check_binary_target(target: str | os.PathLike | None) -> None:
@@ -47,33 +63,292 @@ def check_binary_target(target: str | os.PathLike | None) -> None:
         )
 
 
-def write_bytes(target: str | os.PathLike | None, data: bytes, *, binary: bool = True) -> None:
-    """Write ``data`` to a file atomically, or to stdout when ``target`` is ``-``/None."""
+# ---------------------------------------------------------------------------------------------
+# targets
+
+def _is_special(path: Path) -> bool:
+    """An existing target that is not a regular file or folder (device, FIFO, socket)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def _real_target(path: Path) -> Path:
+    """The file a write to ``path`` lands in: symlinks followed (a dangling one too)."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def check_target(target: str | os.PathLike | None, what: str = "-o") -> None:
+    """Fail now, naming ``what`` and the user's path, if ``target`` cannot be written later.
+
+    A target can be written when it is ``-``, an existing special file we may open for writing,
+    or a path (after symlinks) whose folder exists and lets us create files, and that is not a
+    folder itself. The folder is probed by creating and removing a temporary file, which is
+    what the write will do (``os.access`` is wrong for root and for read-only mounts).
+    """
     if is_stdio(target):
-        if binary:
-            check_binary_target(target)
-        out = sys.stdout.buffer
-        out.write(data)
-        out.flush()
         return
-    path = Path(target)
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise CortexError(f"{path}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    text = str(target)
+    if not text:
+        raise CortexError(f"{what or 'output'}: empty path")
+    path = Path(text)
+    if what:
+        text = f"{what} {text}"  # messages say which option: "--scores nodir/s.st: ..."
+    if path.is_dir():
+        raise CortexError(f"{text}: is a folder, expected a file path")
+    if _is_special(path):
+        if not os.access(path, os.W_OK):
+            raise CortexError(f"{text}: not writable")
+        return
+    real = _real_target(path)
+    if real.is_dir():
+        raise CortexError(f"{text}: links to a folder, expected a file path")
+    folder = real.parent
+    if not folder.exists():
+        raise CortexError(f"{text}: cannot write, folder {folder} does not exist")
+    if not folder.is_dir():
+        raise CortexError(f"{text}: cannot write, {folder} is not a folder")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise CortexError(f"{text}: cannot write in folder {folder} "
+                          f"({exc.strerror or exc})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _new_file_mode(real: Path) -> int:
+    try:
+        current = os.stat(real)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+    return stat.S_IMODE(current.st_mode)
+
+
+# ---------------------------------------------------------------------------------------------
+# one write
+
+def _temporary_beside(real: Path, suffix: str = "") -> tuple[int, str]:
+    folder = real.parent if str(real.parent) else Path(".")
+    if not folder.is_dir():
+        raise CortexError(f"{real}: folder {folder} does not exist")
+    return tempfile.mkstemp(prefix=f".{real.name}.", suffix=f".tmp{suffix}", dir=folder)
+
+
+def _write_temporary(path: Path, data: bytes) -> tuple[str, Path]:
+    """Write ``data`` to a temporary file beside the real target; (temp path, real target)."""
+    real = _real_target(path)
+    try:
+        fd, tmp = _temporary_beside(real)
+    except OSError as exc:
+        raise CortexError(f"{path}: cannot write ({exc.strerror or exc})") from None
     try:
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), _new_file_mode(real))
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+    except BaseException as exc:
+        _remove(tmp)
+        if isinstance(exc, OSError):
+            raise CortexError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        raise
+    return tmp, real
+
+
+def _write_through(path: Path, data: bytes) -> None:
+    """Write into an existing special file (device, FIFO): open it, never replace it."""
+    try:
+        with open(path, "wb", buffering=0) as handle:
+            view = memoryview(data)
+            while view:
+                written = handle.write(view)
+                view = view[written:]
+    except OSError as exc:
+        raise CortexError(f"{path}: cannot write ({exc.strerror or exc})") from None
+
+
+def _write_stdout(data: bytes, binary: bool) -> None:
+    if binary:
+        check_binary_target(STDIO)
+    out = sys.stdout.buffer
+    out.write(data)
+    out.flush()
+
+
+def _remove(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+
+
+def _rename(tmp: str, real: Path, shown: Path) -> None:
+    try:
+        os.replace(tmp, real)
+    except BaseException as exc:
+        _remove(tmp)
+        if isinstance(exc, OSError):
+            raise CortexError(f"{shown}: cannot write ({exc.strerror or exc})") from None
         raise
 
 
-def write_text(target: str | os.PathLike | None, text: str) -> None:
-    write_bytes(target, text.encode("utf-8"), binary=False)
+# ---------------------------------------------------------------------------------------------
+# a command's outputs, committed together
+
+@dataclass
+class _Staged:
+    shown: Path | None           # the user's path (None = stdout)
+    real: Path | None = None     # where the rename lands (symlinks followed)
+    tmp: str | None = None       # the finished temporary file, for regular targets
+    data: bytes | None = None    # bytes held for stdout and special targets
+    binary: bool = True
+    file: bool = False           # a path handed to a library (stage_file)
+
+
+@dataclass
+class Outputs:
+    """The staged outputs of one command (see the module docstring)."""
+
+    staged: list[_Staged] = field(default_factory=list)
+
+    def _drop(self, shown: Path | None) -> None:
+        for item in [s for s in self.staged if s.shown == shown]:
+            if item.tmp:
+                _remove(item.tmp)
+            self.staged.remove(item)
+
+    def stage(self, target, data: bytes, binary: bool = True) -> None:
+        if is_stdio(target):
+            if binary:
+                check_binary_target(STDIO)
+            self.staged.append(_Staged(None, data=data, binary=binary))
+            return
+        path = Path(target)
+        self._drop(path)  # a second write to one target replaces the first
+        if _is_special(path):
+            self.staged.append(_Staged(path, data=data))
+            return
+        item = _Staged(path)
+        self.staged.append(item)  # registered first, so an interrupt still removes the temp
+        item.tmp, item.real = _write_temporary(path, data)
+
+    def stage_file(self, target, suffix: str = "") -> str:
+        """A temporary path beside ``target`` for a library that writes files itself (the
+        name keeps ``suffix``, e.g. ``.png``, so the library picks the format). It is renamed
+        into place at commit if the library wrote it, and removed if the command fails."""
+        path = Path(target)
+        self._drop(path)
+        real = _real_target(path)
+        item = _Staged(path, real=real, file=True)
+        self.staged.append(item)
+        try:
+            fd, tmp = _temporary_beside(real, suffix)
+        except OSError as exc:
+            raise CortexError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        item.tmp = tmp
+        os.close(fd)
+        os.unlink(tmp)  # a name reserved in our folder; the library creates the file
+        return tmp
+
+    def commit(self) -> None:
+        """Stdout and special files first (a broken pipe or a blocked FIFO then leaves no file
+        behind), then the renames, which do not fail once the temporaries are written."""
+        items, self.staged = self.staged, []
+        try:
+            for item in items:
+                if item.file and item.tmp is not None:
+                    if not os.path.exists(item.tmp):  # the library never wrote it
+                        item.tmp = None
+                    elif _is_special(item.shown):
+                        with open(item.tmp, "rb") as handle:
+                            item.data = handle.read()
+                        _remove(item.tmp)
+                        item.tmp = None
+                    else:
+                        os.chmod(item.tmp, _new_file_mode(item.real))
+            for item in items:
+                if item.data is not None:
+                    if item.shown is None:
+                        _write_stdout(item.data, item.binary)
+                    else:
+                        _write_through(item.shown, item.data)
+            for item in items:
+                if item.tmp is not None:
+                    tmp, item.tmp = item.tmp, None
+                    _rename(tmp, item.real, item.shown)
+        finally:
+            for item in items:
+                if item.tmp is not None:
+                    _remove(item.tmp)
+
+    def discard(self) -> None:
+        items, self.staged = self.staged, []
+        for item in items:
+            if item.tmp is not None:
+                _remove(item.tmp)
+
+
+_current: Outputs | None = None
+
+
+@contextlib.contextmanager
+def transaction() -> Iterator[Outputs]:
+    """Stage every :func:`write_bytes` inside the block; commit them all if it succeeds."""
+    global _current
+    outputs, previous = Outputs(), _current
+    _current = outputs
+    try:
+        yield outputs
+    except BaseException:
+        outputs.discard()
+        raise
+    else:
+        outputs.commit()
+    finally:
+        _current = previous
+
+
+def write_bytes(target: str | os.PathLike | None, data: bytes, *, binary: bool = True,
+                now: bool = False) -> None:
+    """Write ``data`` to ``target`` (``-``/None = stdout).
+
+    Inside a :func:`transaction` the write is staged unless ``now``: use ``now`` for what must
+    survive the command failing (checkpoints, the finished part of a failed run). Outside, or
+    with ``now``, it is written at once, atomically.
+    """
+    if _current is not None and not now:
+        _current.stage(target, data, binary)
+        return
+    if is_stdio(target):
+        _write_stdout(data, binary)
+        return
+    path = Path(target)
+    if _is_special(path):
+        _write_through(path, data)
+        return
+    tmp, real = _write_temporary(path, data)
+    _rename(tmp, real, path)
+
+
+def write_text(target: str | os.PathLike | None, text: str, *, now: bool = False) -> None:
+    write_bytes(target, text.encode("utf-8"), binary=False, now=now)
+
+
+@contextlib.contextmanager
+def output_file(target: str | os.PathLike, suffix: str | None = None) -> Iterator[str]:
+    """A path for a library that writes a file itself (matplotlib, MNE, glTF writers).
+
+    ``with output_file("fig.png") as tmp: fig.savefig(tmp)``: the library writes a temporary
+    file beside the target (keeping its extension), which is committed with the command's other
+    outputs (or at once, atomically, outside a command)."""
+    suffix = Path(target).suffix if suffix is None else suffix
+    if _current is not None:
+        yield _current.stage_file(target, suffix)
+        return
+    with transaction() as outputs:
+        yield outputs.stage_file(target, suffix)

@@ -9,7 +9,8 @@ One reader, :func:`read_table`, takes every table a user or another tool has:
   categorical when no cell is a number or when the column is named in ``categorical``. A column
   that is mostly numbers with a stray text cell is an error naming the line and column;
 - NPY: a 1-D array is one column ``c0``, a 2-D array its columns ``c0 .. c{k-1}``;
-- NPZ: 1-D arrays of one length are columns named by their keys; one 2-D array is split as NPY;
+- NPZ: 1-D arrays of one length are columns named by their keys; one 2-D array is split as NPY
+  (an ``arrays`` artifact, which ``convert`` makes of NPY/NPZ input, is read the same way);
 - a ``table`` artifact (:func:`write_table`): one tensor per column, the order in
   ``cortexkit.columns`` and the levels in ``cortexkit.levels``. The first schema (one 2-D
   tensor ``data`` and the header in ``cortexkit.columns``) is still read.
@@ -34,6 +35,7 @@ from cortexkit.formats.errors import CortexError
 
 TABLE_KIND = "table"
 TABLE_VERSION = "2"
+ARRAYS_KIND = "arrays"  # convert's kind for NPY/NPZ input: named tensors of any shape
 COLUMNS_KEY = "cortexkit.columns"
 LEVELS_KEY = "cortexkit.levels"
 _RESERVED = {"__metadata__"}
@@ -220,13 +222,13 @@ def _parse_float(cell: str):
 
 def csv_cells(data: bytes, name: str) -> tuple[list[str], list[list[str]]]:
     """(header, body rows of stripped cells) from CSV bytes; every row as wide as the header."""
-    if b"\x00" in data:
-        line = data[: data.index(b"\x00")].count(b"\n") + 1
-        raise CortexError(f"{name}: NUL byte on line {line}, so not a CSV table")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise CortexError(f"{name}: not UTF-8 text, so not a CSV table") from None
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise CortexError(f"{name}: NUL byte on line {line}, so not a CSV table")
     try:
         rows = [row for row in csv.reader(io.StringIO(text)) if row]
     except csv.Error as exc:
@@ -341,6 +343,16 @@ def from_artifact(artifact) -> Table:
                   for n in order}, {k: [str(x) for x in v] for k, v in levels.items()}, name)
 
 
+def _register_schema() -> None:
+    from cortexkit.formats.schema import Schema, register
+
+    # columns are checked by from_artifact; the schema refuses versions from a newer cortexkit
+    register(Schema(TABLE_KIND, version=int(TABLE_VERSION)))
+
+
+_register_schema()
+
+
 def write_table(target: str | os.PathLike | None, table: Table, *, producer: str = "",
                 config: dict | None = None, metadata: dict | None = None) -> None:
     """Write ``table`` as a ``table`` artifact (atomically, or to stdout for ``-``)."""
@@ -353,6 +365,17 @@ def write_table(target: str | os.PathLike | None, table: Table, *, producer: str
 
 # ---------------------------------------------------------------------------------------------
 # the one reader
+
+def _from_arrays(arrays: dict, name: str) -> Table:
+    """NPZ-style arrays as a table: one 2-D array is split into columns ``c0..``, else every
+    array is a 1-D column named by its key."""
+    if len(arrays) == 1 and next(iter(arrays.values())).ndim == 2:
+        return from_matrix(next(iter(arrays.values())), None, name)
+    shapes = {k: list(v.shape) for k, v in arrays.items()}
+    if any(v.ndim != 1 for v in arrays.values()):
+        raise CortexError(f"{name}: a table holds 1-D columns or one 2-D array (shapes {shapes})")
+    return Table(dict(arrays), {}, name)
+
 
 def parse_table(data: bytes, name: str, *, categorical_columns: Iterable[str] = (),
                 fmt: str = "auto") -> Table:
@@ -368,24 +391,19 @@ def parse_table(data: bytes, name: str, *, categorical_columns: Iterable[str] = 
     if fmt == "npy":
         table = from_matrix(raw.read_npy(data, name), None, name)
     elif fmt == "npz":
-        arrays = raw.read_npz(data, name)
-        if len(arrays) == 1 and next(iter(arrays.values())).ndim == 2:
-            table = from_matrix(next(iter(arrays.values())), None, name)
-        else:
-            shapes = {k: list(v.shape) for k, v in arrays.items()}
-            if any(v.ndim != 1 for v in arrays.values()):
-                raise CortexError(f"{name}: an NPZ table holds 1-D columns or one 2-D array "
-                                  f"(shapes {shapes})")
-            table = Table(dict(arrays), {}, name)
+        table = _from_arrays(raw.read_npz(data, name), name)
     elif fmt == "safetensors":
         from cortexkit.formats.artifact import check_kind, decode
 
         artifact = decode(data, name, framework="np")
-        if artifact.version not in (None, "1", TABLE_VERSION) and artifact.kind == TABLE_KIND:
-            raise CortexError(f"{name}: table schema version {artifact.version} was written by a "
-                              "newer cortexkit; upgrade cortexkit")
-        check_kind(artifact, TABLE_KIND)
-        table = from_artifact(artifact)
+        if artifact.kind == ARRAYS_KIND:  # convert's NPY/NPZ artifact: read as NPZ is
+            table = _from_arrays(dict(artifact.tensors), name)
+        else:
+            if artifact.version not in (None, "1", TABLE_VERSION) and artifact.kind == TABLE_KIND:
+                raise CortexError(f"{name}: table schema version {artifact.version} was written "
+                                  "by a newer cortexkit; upgrade cortexkit")
+            check_kind(artifact, TABLE_KIND)
+            table = from_artifact(artifact)
     else:
         raise CortexError(f"{name}: unknown table format '{fmt}'")
     for col in declared:

@@ -32,22 +32,11 @@ def sniff(data: bytes) -> str:
 
 
 def _csv_rows(data: bytes, name: str) -> tuple[list[str], list[list[str]]]:
-    """(header, body rows with stripped cells) from CSV bytes; every row as wide as the header."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise CortexError(f"{name}: not UTF-8 text, so not a CSV table") from None
-    rows = [row for row in csv.reader(io.StringIO(text)) if row]
-    if not rows:
-        raise CortexError(f"{name}: empty CSV (expected a header row and data rows)")
-    header, body = [h.strip() for h in rows[0]], rows[1:]
-    if not body:
-        raise CortexError(f"{name}: CSV has a header but no data rows")
-    for number, row in enumerate(body, start=2):
-        if len(row) != len(header):
-            raise CortexError(f"{name}: line {number} has {len(row)} fields, the header has "
-                              f"{len(header)}")
-    return header, [[cell.strip() for cell in row] for row in body]
+    """(header, body rows with stripped cells) from CSV bytes; every row as wide as the header
+    (the checks of :func:`cortexkit.formats.table.csv_cells`: NUL bytes, UTF-8, field sizes)."""
+    from cortexkit.formats.table import csv_cells
+
+    return csv_cells(data, name)
 
 
 def read_csv(data: bytes, name: str) -> tuple[np.ndarray, list[str]]:

@@ -45,14 +45,14 @@ def subset(images, labels, limit, seed=1234):
     return images[order], labels[order]
 
 
-def run_one(name, spec, train, test, epochs, seed, steps, augment, normalize):
+def run_one(name, spec, train, test, epochs, seed, steps, augment, normalize, init="default"):
     method, wn = METHODS[name]
     eta = 1.0 if method == "meta-pcn" else 0.1
     cfg = TrainConfig(method=method, epochs=epochs, batch_size=128, lr=1e-3, weight_norm=wn,
                       augment=augment, inference=InferenceConfig(steps=steps, state_lr=eta))
     start = time.perf_counter()
     model, result = api.fit(train[0], train[1], spec, cfg, normalize=normalize, test=test,
-                            seed=seed)
+                            seed=seed, init=init)
     wall = time.perf_counter() - start
     probe = api.evaluate_model(model, test[0][:1000], test[1][:1000])
     hist = result.history
@@ -79,6 +79,7 @@ def main(argv=None):
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--train-limit", type=int, default=None)
     p.add_argument("--test-limit", type=int, default=None)
+    p.add_argument("--init", choices=["default", "kaiming"], default="default")
     p.add_argument("--ipc-max-depth", type=int, default=99,
                    help="skip iPC (T weight steps per batch) above this depth, to fit the time")
     p.add_argument("-o", "--output", default="-")
@@ -104,7 +105,7 @@ def main(argv=None):
         augment, normalize = True, "cifar10"
     out = {"suite": args.suite, "data": file.name, "train_examples": int(len(train[1])),
            "test_examples": int(len(test[1])), "epochs": args.epochs, "seeds": seeds,
-           "torch_threads": torch.get_num_threads(), "runs": []}
+           "torch_threads": torch.get_num_threads(), "init": args.init, "runs": []}
     for label, spec, depth in configs:
         steps = max(8, depth - 1)
         for name in methods:
@@ -113,7 +114,7 @@ def main(argv=None):
             for seed in seeds:
                 row = {"config": label, "L": depth,
                        **run_one(name, spec, train, test, args.epochs, seed, steps, augment,
-                                 normalize)}
+                                 normalize, args.init)}
                 out["runs"].append(row)
                 print(yaml.safe_dump([row], sort_keys=False, width=200).strip(), file=sys.stderr,
                       flush=True)

@@ -209,7 +209,7 @@ def test_small_group_warns_with_expected_count(cli, tmp_path):
     with open(path, "w", newline="") as fh:
         csv.writer(fh).writerows(rows)
     out = tmp_path / "m.safetensors"
-    p = cli(TOOL, "train", path, *FAST, "-o", out)
+    p = cli(TOOL, "train", path, *FAST, "--allow-small-groups", "-o", out)   # an error without it (issue 23)
     assert p.returncode == 0
     assert "expected noisy count of" in p.stderr and "'X'" in p.stderr
 

@@ -18,14 +18,14 @@ def test_convert_pipe_into_inspect(sh, tmp_path):
     proc = sh("cortexkit convert data.csv - | cortexkit inspect -", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = yaml.safe_load(proc.stdout)
-    assert report["kind"] == "table" and report["version"] == "1"
+    assert report["kind"] == "table" and report["version"] == "2"
     assert report["producer"] == "cortexkit convert data.csv -"
     assert report["config"]["input"] == "data.csv"
-    data = report["tensors"]["data"]
-    assert data["dtype"] == "float64" and data["shape"] == [3, 3]
-    expected = np.array([[1, 2.5, -3], [4, 0.1, 1e-20], [7, 8, 9]])
-    assert data["min"] == expected.min() and data["max"] == expected.max()
-    assert data["mean"] == pytest.approx(expected.mean(), rel=1e-12)
+    assert list(report["tensors"]) == ["x", "y", "z"]
+    assert report["tensors"]["x"] == {"dtype": "int64", "shape": [3], "min": 1, "max": 7}
+    y = report["tensors"]["y"]
+    assert y["dtype"] == "float64" and y["shape"] == [3] and (y["min"], y["max"]) == (0.1, 8.0)
+    assert y["mean"] == pytest.approx((2.5 + 0.1 + 8) / 3, rel=1e-12)
     assert proc.stderr == ""
 
 
@@ -122,7 +122,7 @@ def test_config_file_print_config_and_command_line_wins(cli, tmp_path, one_line_
     proc = cli("convert", "in.csv", "--config", "c.yaml", "--print-config", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert yaml.safe_load(proc.stdout) == {"input": "in.csv", "out": "-", "from": "auto",
-                                           "to": "npy", "tensor": "data"}
+                                           "to": "npy", "tensor": "data", "categorical": ""}
     proc = cli("convert", "in.csv", "--config", "c.yaml", "--to", "npz", "--print-config",
                cwd=tmp_path)
     assert yaml.safe_load(proc.stdout)["to"] == "npz"
@@ -162,3 +162,41 @@ def test_binary_artifact_is_never_written_to_a_terminal(cortexkit_exe, tmp_path)
     assert proc.returncode == 1
     assert b"refusing to write a binary artifact to a terminal" in proc.stderr
     assert b"__metadata__" not in shown
+
+
+MIXED = (b"age,workclass,score,>50K\n39,State-gov,1.5,No\n50,Self-emp,,Yes\n"
+         b"38,Private,-0.25,No\n")
+
+
+def test_text_columns_stay_categorical_and_csv_round_trip_gives_the_strings(sh, tmp_path):
+    (tmp_path / "m.csv").write_bytes(MIXED)
+    proc = sh("cortexkit convert m.csv - | cortexkit convert - back.csv && cat back.csv",
+              cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"age,workclass,score,>50K\n39,State-gov,1.5,No\n50,Self-emp,nan,Yes\n" \
+                          b"38,Private,-0.25,No\n"
+    from cortexkit.formats.table import read_table
+
+    table = read_table(tmp_path / "back.csv")
+    assert table.levels == {"workclass": ["Private", "Self-emp", "State-gov"], ">50K": ["No", "Yes"]}
+    assert table.columns["age"].dtype == np.int64 and table.columns["workclass"].tolist() == [2, 1, 0]
+
+
+def test_declared_categorical_and_npy_out_of_a_table(cli, tmp_path):
+    (tmp_path / "c.csv").write_bytes(b"edu,y\n1,0.5\n6,1.5\n1,2.5\n")
+    proc = cli("convert", "c.csv", "c.st", "--categorical", "edu", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    from cortexkit.formats.table import read_table
+
+    assert read_table(tmp_path / "c.st").levels == {"edu": ["1", "6"]}
+    proc = cli("convert", "c.st", "y.npy", "--tensor", "y", cwd=tmp_path)
+    assert proc.returncode == 0 and np.load(tmp_path / "y.npy").tolist() == [0.5, 1.5, 2.5]
+
+
+def test_inspect_counts_infinities_and_reports_finite_range(cli):
+    from cortexkit.formats.artifact import build_metadata, encode
+
+    data = encode({"v": np.array([1.0, np.inf, -np.inf, np.nan, 3.0])}, build_metadata("x"))
+    report = yaml.safe_load(cli("inspect", "-", input=data).stdout)["tensors"]["v"]
+    assert report == {"dtype": "float64", "shape": [5], "min": 1.0, "max": 3.0, "mean": 2.0,
+                      "nan": 1, "+inf": 1, "-inf": 1}

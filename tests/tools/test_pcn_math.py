@@ -225,3 +225,34 @@ def test_depth_warning():
 def test_binomial_tail_sums_pmf():
     for t, p, k in [(9, 0.3, 4), (5, 1.0, 5), (5, 1.0, 6), (3, 0.5, 0)]:
         assert binomial_tail(t, p, k) == pytest.approx(sum(_pmf(t, p, j) for j in range(k, t + 1)))
+
+
+def _naive_meta_errors(net, x, y, cfg):
+    """Reference: every g_l recomputed every step from a plain forward graph, no skipping."""
+    from cortexkit.tools.pcn.inference import forward_point, top_error
+
+    point = forward_point(net, x)
+    L = len(point.outputs)
+    d = [torch.zeros_like(o) for o in point.outputs[:-1]] + [top_error(point.outputs[-1].detach(), y, "ce")]
+    v = [torch.zeros_like(o) for o in d[:-1]]
+    for _ in range(cfg.steps):
+        order = [list(range(L - 1))] if cfg.schedule == "jacobi" else [[k] for k in reversed(range(L - 1))]
+        for layers in order:
+            gs = torch.autograd.grad([point.outputs[k + 1] for k in layers],
+                                     [point.inputs[k + 1] for k in layers],
+                                     grad_outputs=[d[k + 1] for k in layers], retain_graph=True)
+            for k, g in zip(layers, gs):
+                v[k] = cfg.momentum * v[k] + (d[k] - g)
+                d[k] = d[k] - cfg.state_lr * v[k]
+    return d
+
+
+@pytest.mark.parametrize("rate, momentum, schedule", [(0.3, 0.0, "jacobi"), (0.4, 0.5, "jacobi"),
+                                                      (1.0, 0.0, "jacobi"), (0.6, 0.2, "sweep"),
+                                                      (1.0, 0.0, "sweep")])
+def test_skipping_settled_layers_matches_the_naive_loop(rate, momentum, schedule):
+    net, x, y = _batch(CONV, seed=6)
+    cfg = InferenceConfig(steps=6, state_lr=rate, momentum=momentum, schedule=schedule)
+    fast = meta_inference(net, x, y, cfg).errors
+    for a, b in zip(fast, _naive_meta_errors(net, x, y, cfg)):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-15)

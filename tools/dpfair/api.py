@@ -31,9 +31,10 @@ KIND_PREDICTIONS = "dpfair-predictions"
 MODEL_VERSION = 1
 from .io import BUILTIN_CONSTRAINTS  # noqa: E402,F401
 MAX_CELLS = 256
+BUDGET_TOLERANCE = 0.02   # a run spends the budget asked for to within 2 %, or says why not
 META_KEYS = ("dpfair.model", "dpfair.encoder", "dpfair.constraints", "dpfair.ledger")
 
-Columns = dict  # column name -> list of cell strings (n,)
+from .io import Columns, as_columns  # noqa: E402  column name -> (n,) cell strings
 Warn = Callable[[str], None]
 
 
@@ -51,6 +52,7 @@ class TrainConfig:
     label: str
     sensitive: Sequence[str] = ()
     drop: Sequence[str] = ()
+    categorical: Sequence[str] = ()     # numerically coded columns to one-hot encode
     constraint: str = "demographic-parity"
     constraint_spec: Any = None
     gamma: float = 0.05
@@ -74,6 +76,8 @@ class TrainConfig:
     standardize: bool = True
     histogram_batch: str = "independent"
     non_private: bool = False
+    allow_small_groups: bool = False    # train although a group's noisy count is mostly noise
+    min_class_rows: int = 10            # a label value with fewer rows is an error (a stray value)
 
 
 @dataclass
@@ -115,12 +119,27 @@ def check_privacy_args(epsilon: float, delta: float, n: int, warn: Warn = _no_wa
              "use delta well below 1/n")
 
 
+def _check_classes(values: list[str], classes: list[str], label: str, threshold: int, source: str) -> None:
+    """A label value with fewer than ``threshold`` rows (a stray value) is an error naming it."""
+    counts = {c: 0 for c in classes}
+    for v in values:
+        counts[str(v).strip()] = counts.get(str(v).strip(), 0) + 1
+    rare = sorted(((c, k) for c, k in counts.items() if k < threshold), key=lambda ck: ck[1])
+    if rare:
+        shown = ", ".join(f"{c!r} ({k} row{'s' if k != 1 else ''})" for c, k in rare[:5])
+        raise CortexError(f"{source}: label column {label!r} has value(s) {shown} with fewer than {threshold} "
+                          "rows: a stray value? fix or drop those rows")
+
+
 def _constraints(table: Columns, config: TrainConfig, classes: list[str], features: list[str],
                  warn: Warn) -> cons.RateConstraints | None:
     sens, label, gamma = list(config.sensitive), config.label, config.gamma
     kind = config.constraint
     if kind == "none":
         return None
+    if not (gamma >= 0) or math.isinf(gamma):
+        raise CortexError(f"--gamma must be a finite number >= 0, got {gamma} (a constraint spec may give "
+                          "negative per-constraint gammas)")
     if kind in ("demographic-parity", "equalized-odds"):
         if not sens:
             raise CortexError(f"--constraint {kind} needs --sensitive COL")
@@ -165,6 +184,10 @@ def _ledger(config: TrainConfig, n: int, laplace_b: float | None, warn: Warn) ->
             raise CortexError(f"the budget epsilon {epsilon:g} (delta {delta:g}) allows zero steps: one step "
                               f"already spends {one:.3g} with sigma {sigma_:g}, laplace-b {laplace_b}, q {q:.4g}; "
                               "raise --sigma, lower --laplace-b or --batch-size")
+        if sigma is None and (accounting.epsilon_spent(sigma_, laplace_b, q, steps_, delta)
+                              < (1 - BUDGET_TOLERANCE) * epsilon):
+            # T hit the cap (or is too coarse): spend the rest of the budget on less noise at this T
+            sigma_ = accounting.calibrate_sigma(laplace_b, q, steps_, epsilon, delta)
     elif sigma is None:
         try:
             sigma_ = accounting.calibrate_sigma(laplace_b, q, steps, epsilon, delta)
@@ -178,7 +201,33 @@ def _ledger(config: TrainConfig, n: int, laplace_b: float | None, warn: Warn) ->
         raise CortexError(f"sigma {sigma_:g} and {steps_} steps spend epsilon {ledger.epsilon_spent:.4g} > "
                           f"--epsilon {epsilon:g}: refusing to run past the budget (drop --steps or --sigma "
                           "to calibrate)")
+    message = budget_shortfall(ledger.epsilon_spent, epsilon, sigma_, laplace_b, q, steps_, delta,
+                               capped=config.steps is None and steps_ == config.max_steps,
+                               fixed=config.steps is not None)
+    if message:
+        warn(message)
     return ledger
+
+
+def budget_shortfall(spent: float, epsilon: float, sigma: float, laplace_b: float | None, q: float, steps: int,
+                     delta: float, *, capped: bool, fixed: bool) -> str | None:
+    """None when ``spent`` is within BUDGET_TOLERANCE of ``epsilon``; else a sentence saying why it is
+    lower and the sigma that would spend the budget in the same ``steps``."""
+    if not (spent < (1 - BUDGET_TOLERANCE) * epsilon):
+        return None
+    if capped:
+        why = f"the step search stopped at --max-steps {steps}"
+    elif fixed:
+        why = f"--sigma {sigma:g} with --steps {steps} was asked for"
+    else:
+        why = f"{steps} whole steps at sigma {sigma:g} fit, {steps + 1} do not"
+    try:
+        fix = (f"sigma {accounting.calibrate_sigma(laplace_b, q, steps, epsilon, delta):.4g} would spend it in "
+               f"{steps} steps")
+    except ValueError as exc:
+        fix = f"no sigma spends it in {steps} steps ({exc})"
+    return (f"epsilon spent {spent:.4g} is {100 * (1 - spent / epsilon):.1f} % below the target {epsilon:g}: {why}; "
+            f"{fix}")
 
 
 def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: Warn = _no_warn) -> Plan:
@@ -187,7 +236,9 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
     table: column -> (n,) cell strings. Encodes the features, builds the constraint partition and
     its (n,) cells, and fixes (sigma, laplace_b, q, T) within (epsilon, delta).
     """
+    table = as_columns(table)
     label, sens, dropped = config.label, list(config.sensitive), list(config.drop)
+    need_columns(table, list(config.categorical), "--categorical", source)
     need_columns(table, [label], "label", source)
     need_columns(table, sens, "sensitive", source)
     need_columns(table, dropped, "--drop", source)
@@ -196,10 +247,12 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
     tab.check_missing(table, [label] + sens)
     classes = tab.label_classes(table[label], label)
     n = len(table[label])
+    _check_classes(table[label], classes, label, config.min_class_rows, source)
     features = [c for c in table if c != label and c not in sens and c not in dropped]
     if not features:
         raise CortexError(f"{source}: no feature columns left after label, sensitive and --drop")
-    encoder = tab.TableEncoder.fit(table, features, standardize=config.standardize)
+    encoder = tab.TableEncoder.fit(table, features, standardize=config.standardize,
+                                   categorical=set(config.categorical) | table.categorical)
     rc = _constraints(table, config, classes, features, warn)
     if rc is not None and rc.partition.n_cells > MAX_CELLS:
         sizes = ", ".join(f"{a}: {len(l)}" for a, l in zip(rc.partition.attributes, rc.partition.levels))
@@ -207,6 +260,10 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
                           "are supported (each needs enough records per batch against the noise): bin continuous "
                           "sensitive columns or merge small groups first")
     cells = rc.partition.cell_index(table) if rc is not None else None
+    if rc is not None and not cons.feasible(rc, np.bincount(cells, minlength=rc.partition.n_cells)):
+        raise CortexError(f"the constraints {rc.names[:4]}{'...' if len(rc.names) > 4 else ''} cannot all hold "
+                          f"on {source}: no classifier (not even one that sees every cell) meets them; "
+                          "loosen the gammas")
     ledger = _ledger(config, n, None if rc is None else config.laplace_b, warn)
     if rc is not None:
         ledger.histogram_batch = config.histogram_batch
@@ -216,6 +273,13 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
                  f"epsilon {ledger.epsilon_spent:.4g} may under-state the loss")
         counts = np.bincount(cells, minlength=rc.partition.n_cells)
         laplace = ledger.laplace_b
+        small = cons.small_groups(rc, counts, ledger.sampling_rate, laplace)
+        if small and not config.allow_small_groups:
+            names, expected, noise = small[0]
+            raise CortexError(f"group {names} has an expected count of {expected:.1f} per batch, below the "
+                              f"{noise:.1f} std of its Laplace noise ({len(small)} such group(s)): its rates would "
+                              "be noise; merge small groups, raise --batch-size or --laplace-b, or give "
+                              "--allow-small-groups")
         for message in cons.expected_cell_warnings(rc, counts, ledger.sampling_rate, laplace):
             warn(message)
     hidden = [int(h) for h in config.hidden] if config.model_kind == "mlp" else []
@@ -244,6 +308,7 @@ def train(table: Columns, config: TrainConfig, plan_: Plan | None = None, *, see
     (``torch.manual_seed``), as the command line seeds it. ``log``: a line every 25 steps with the
     dual and training accuracy (for the user's eyes only, never stored).
     """
+    table = as_columns(table)
     p = plan_ if plan_ is not None else plan(table, config, warn=warn)
     x, warnings = p.encoder.transform(table)
     for w in warnings:
@@ -333,7 +398,7 @@ class Model:
 
     def logits(self, table: Columns, warn: Warn = _no_warn) -> torch.Tensor:
         """(rows, classes) logits of the table's rows."""
-        x, warnings = self.encoder.transform(table)
+        x, warnings = self.encoder.transform(as_columns(table))
         for w in warnings:
             warn(w)
         with torch.no_grad():
@@ -348,6 +413,7 @@ def predict(model: Model, table: Columns, warn: Warn = _no_warn) -> tuple[torch.
 
 def evaluate(model: Model, table: Columns, source: str = "<table>", warn: Warn = _no_warn) -> dict:
     """Metrics of a model on a labelled table (sensitive columns needed for gaps and constraints)."""
+    table = as_columns(table)
     label = model.info["label"]
     sens = list(model.info.get("sensitive") or [])
     need_columns(table, [label], "label", source)
@@ -391,7 +457,7 @@ class AccountConfig:
     max_steps: int = 5000
 
 
-def account(config: AccountConfig) -> dict:
+def account(config: AccountConfig, warn: Warn = _no_warn) -> dict:
     """Epsilon of (sigma, b, q, T, delta), or the largest T / smallest sigma within a budget."""
     sigma, laplace_b, steps, delta, epsilon = (config.sigma, config.laplace_b, config.steps, config.delta,
                                                config.epsilon)
@@ -440,6 +506,12 @@ def account(config: AccountConfig) -> dict:
         "accountant": accounting.ACCOUNTANT_NAME,
         "laplace_convention": accounting.LAPLACE_CONVENTION,
     })
+    if epsilon is not None and report["solved_for"] == "steps" and steps > 0:
+        message = budget_shortfall(parts["total"], epsilon, sigma, laplace_b, sampling_rate, steps, delta,
+                                   capped=steps == config.max_steps, fixed=False)
+        if message:
+            report["budget_warning"] = message
+            warn(message)
     return report
 
 
@@ -461,6 +533,7 @@ def sweep(table: Columns, test: Columns, config: TrainConfig, gammas: Sequence[f
     """Train over a gamma grid at a fixed epsilon -> Pareto report (error vs gap on ``test``)."""
     if config.constraint == "none":
         raise CortexError("sweep varies gamma: give a constraint, not none")
+    table, test = as_columns(table), as_columns(test)
     configs = [_with_gamma(config, g) for g in gammas]
     plans = [plan(table, c, source=source, warn=warn) for c in configs]   # all checks first
     rows = []

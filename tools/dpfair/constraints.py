@@ -309,6 +309,48 @@ def soft_histogram(probs: torch.Tensor, cells: torch.Tensor, n_cells: int) -> to
     return hist.index_add_(0, cells, probs)
 
 
+def small_groups(constraints: RateConstraints, cell_counts: np.ndarray, sampling_rate: float,
+                 laplace_b: float | None) -> list[tuple[str, float, float]]:
+    """(group names, expected batch count, Laplace std of its noisy count) of every rate denominator
+    whose expected count per batch is below its own noise std (its rates are mostly noise)."""
+    out = []
+    if laplace_b is None or math.isinf(laplace_b):
+        return out
+    for r in range(len(constraints.term_class)):
+        n_cells = int(constraints.term_cells[r].sum())
+        expected = sampling_rate * float(cell_counts[constraints.term_cells[r]].sum())
+        noise_std = math.sqrt(2.0 * n_cells * constraints.n_classes) / laplace_b
+        if expected < noise_std:
+            names = [" & ".join(t) for t, m in zip(constraints.partition.cell_tuples(), constraints.term_cells[r]) if m]
+            item = (f"{names[:3]}{'...' if len(names) > 3 else ''}", expected, noise_std)
+            if item not in out:
+                out.append(item)
+    return out
+
+
+def feasible(constraints: RateConstraints, cell_counts: np.ndarray) -> bool:
+    """Whether some classifier that predicts class k in cell q with probability p[q, k] meets every
+    constraint on data with these (cells,) counts: a linear program (rates are linear in p, their
+    denominators are counts). Real classifiers cannot see every cell (e.g. the label's), so this is a
+    relaxation: False proves the constraint set infeasible on the data."""
+    from scipy.optimize import linprog
+
+    q, k = constraints.partition.n_cells, constraints.n_classes
+    counts = np.asarray(cell_counts, dtype=np.float64)
+    # P_r = sum_{q in I_r} n_q p[q, k_r] / sum_{q in I_r} n_q, as a (R, Q*K) matrix acting on p.ravel()
+    rates = np.zeros((len(constraints.term_class), q * k))
+    for r, (mask, cls) in enumerate(zip(constraints.term_cells, constraints.term_class)):
+        den = counts[mask].sum()
+        if den > 0:
+            rates[r, np.flatnonzero(mask) * k + cls] = counts[mask] / den
+    a_ub = constraints.coef @ rates
+    b_ub = constraints.gamma - constraints.constant
+    a_eq = np.kron(np.eye(q), np.ones((1, k)))
+    res = linprog(np.zeros(q * k), A_ub=a_ub, b_ub=b_ub + 1e-9, A_eq=a_eq, b_eq=np.ones(q), bounds=(0, 1),
+                  method="highs")
+    return res.status != 2
+
+
 def expected_cell_warnings(constraints: RateConstraints, cell_counts: np.ndarray, sampling_rate: float,
                            laplace_b: float | None) -> list[str]:
     """Warnings for rate denominators whose expected batch count is small against the Laplace noise.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Iterable
 
 import numpy as np
 
@@ -61,12 +62,16 @@ class TableEncoder:
     standardize: bool = True
 
     @classmethod
-    def fit(cls, table: dict[str, list[str]], columns: list[str], standardize: bool = True) -> "TableEncoder":
+    def fit(cls, table: dict[str, list[str]], columns: list[str], standardize: bool = True,
+            categorical: Iterable[str] = ()) -> "TableEncoder":
+        """Numeric columns are z-scored unless named in ``categorical`` (numerically coded categories,
+        one-hot encoded); a column with any cell that is not a number is categorical."""
         check_missing(table, columns)
         enc = cls(list(columns), standardize=standardize)
+        declared = set(categorical)
         for c in columns:
             vals = [_parse_float(str(v)) for v in table[c]]
-            if all(v is not None for v in vals):
+            if c not in declared and all(v is not None for v in vals):
                 x = np.array(vals, dtype=np.float64)
                 std = float(x.std()) if standardize else 1.0
                 enc.numeric[c] = [float(x.mean()) if standardize else 0.0, std if std > 0 else 1.0]

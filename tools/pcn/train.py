@@ -227,12 +227,16 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
         normalize_weights(net, cfg.weight_norm_gain, cfg.weight_clip)
     distributed.broadcast_parameters(net)
     params = list(net.parameters())
+    current = [0]
 
     def weight_step(grads: list[torch.Tensor]) -> None:
         grads = distributed.sum_gradients(grads)
         for p, g in zip(params, grads):
             p.grad = g.to(p.dtype)
-        opt.step()
+        try:
+            opt.step()
+        except RuntimeError as exc:  # e.g. a rate whose step overflows the parameter dtype
+            raise TrainingDiverged(current[0], 1, f"weight step ({exc})") from None
         sched.step()
         opt.zero_grad(set_to_none=True)
         if cfg.weight_norm:
@@ -240,6 +244,7 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
 
     history: list[EpochRecord] = []
     for epoch in range(1, cfg.epochs + 1):
+        current[0] = epoch
         start = time.perf_counter()
         order = torch.randperm(n, generator=generator)
         stats = torch.zeros(3 + net.depth, dtype=torch.float64)  # loss, correct, count, energies

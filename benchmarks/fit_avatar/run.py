@@ -1,0 +1,162 @@
+"""fit-avatar benchmark: the synthetic Fox protocol (our robust DLT, aniposelib's DLT and
+triangulate_optim, our keypoint-only and silhouette fits, in the same run), the mouse session
+leave-one-camera-out reprojection, and speed. Writes YAML to stdout.
+
+    OMP_NUM_THREADS=1 python benchmarks/fit_avatar/run.py --quick > benchmarks/fit_avatar/results.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import yaml
+
+from cortexkit.formats.calibration import read_calibration
+from cortexkit.formats.gltf import read_gltf
+from cortexkit.formats.keypoints2d import read_keypoints
+from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape, track_sequence
+from cortexkit.tools.avatar.io import cameras_from_arrays
+from cortexkit.tools.avatar.metrics import model_metrics, point_metrics
+from cortexkit.tools.avatar.model import template_from_mesh
+from cortexkit.tools.avatar.synth import SynthConfig, make_views
+from cortexkit.tools.avatar.triangulate import reprojection, triangulate, triangulate_frames
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "avatar"
+
+
+def anipose_group(cams):
+    from aniposelib.cameras import Camera, CameraGroup
+
+    return CameraGroup([Camera(matrix=cams.K[c].numpy(), dist=cams.dist[c, :5].numpy(), size=cams.size[c].numpy(),
+                               rvec=cams.rvec[c].numpy(), tvec=cams.tvec[c].numpy(), name=n)
+                        for c, n in enumerate(cams.names)])
+
+
+def anipose_triangulate(cams, px):
+    """px (F, C, K, 2) -> (F, K, 3) by aniposelib's DLT (NaN where < 2 views)."""
+    F, C, K = px.shape[:3]
+    flat = px.transpose(1, 0, 2, 3).reshape(C, F * K, 2)
+    return anipose_group(cams).triangulate(flat, undistort=True).reshape(F, K, 3)
+
+
+def anipose_optim(cams, px, seconds):
+    F, C, K = px.shape[:3]
+    group = anipose_group(cams)
+    start = time.perf_counter()
+    out = group.triangulate_optim(px.transpose(1, 0, 2, 3), init_ransac=False, verbose=False)
+    return out, time.perf_counter() - start
+
+
+def synthetic(tpl, mesh, args):
+    rows = []
+    world = mesh.animations["Walk"]["world"][: args.frames]
+    for cams_n, noise in args.settings:
+        cfg = SynthConfig(noise=noise, dropout=0.2, outliers=0.03, masks=True, crop=args.crop, seed=1)
+        cams, syn = make_views(tpl, world, 10.0, f"ring:{cams_n}", None, cfg)
+        truth = syn.truth["keypoints"].double().numpy()
+        px = syn.keypoints.double().numpy()
+        row = {"cameras": cams_n, "noise_px": noise, "frames": int(px.shape[0])}
+        t0 = time.perf_counter()
+        ours = triangulate_frames(cams, px, syn.confidence.numpy()).points
+        row["ours_dlt"] = {**point_metrics(ours, truth), "ms_per_frame": 1000 * (time.perf_counter() - t0) / len(px)}
+        t0 = time.perf_counter()
+        try:
+            ani = anipose_triangulate(cams, px)
+            row["aniposelib_dlt"] = {**point_metrics(ani, truth), "ms_per_frame": 1000 * (time.perf_counter() - t0) / len(px)}
+        except Exception as exc:  # noqa: BLE001
+            row["aniposelib_dlt"] = f"failed: {type(exc).__name__}: {exc}"
+        if args.optim:
+            try:
+                opt, secs = anipose_optim(cams, px, 0)
+                row["aniposelib_optim"] = {**point_metrics(opt, truth), "ms_per_frame": 1000 * secs / len(px)}
+            except Exception as exc:  # noqa: BLE001
+                row["aniposelib_optim"] = f"failed: {type(exc).__name__}: {str(exc)[:120]}"
+        obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+        for sil in ([False, True] if cams_n in args.sil_at else [False]):
+            torch.manual_seed(0)
+            fit = FitConfig(shape_steps=tuple(args.shape_steps) if sil else tuple(args.shape_steps[:3]) + (0,),
+                            track_steps=args.track_steps, cameras=min(6, cams_n), window=10, overlap=3,
+                            silhouettes=sil, crop=args.crop)
+            t0 = time.perf_counter()
+            shape = fit_avatar_shape(tpl, obs, fit, n_keyframes=args.keyframes).shape
+            t_shape = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            res = track_sequence(tpl, shape, obs, fit)
+            spf = (time.perf_counter() - t0) / len(px)
+            m = model_metrics(tpl, shape, res.pose, syn.truth, cams, clean2d=syn.clean, crops=syn.crops, masks=syn.masks)
+            m.pop("observable_joints", None)
+            m.update({"track_seconds_per_frame": spf, "shape_seconds": t_shape})
+            row["fit_silhouettes" if sil else "fit_keypoints"] = m
+        rows.append(row)
+        print(yaml.safe_dump([row], sort_keys=False), file=sys.stderr)
+    return rows
+
+
+def mouse_loo():
+    d = DATA / "sleap_anipose_minimal"
+    cal = read_calibration(d / "calibration.toml", "mm")
+    names = ["back", "mid", "top"]  # 'side' duplicates 'top' in this fixture
+    idx = [cal["names"].index(n) for n in names]
+    cams = cameras_from_arrays({k: (v if k == "names" else v[idx]) for k, v in cal.items()} | {"names": names})
+    data = [read_keypoints(d / f"minimal_{n}_proofread.analysis.h5") for n in names]
+    px = np.stack([xy for _, xy, _ in data], 0)          # (C, F, K, 2)
+    conf = np.stack([s for _, _, s in data], 0)
+    C, F, K = px.shape[:3]
+    out = {}
+    for held in range(C):
+        rest = [c for c in range(C) if c != held]
+        sub = cams.subset(rest)
+        flat = px[rest].reshape(len(rest), F * K, 2)
+        ours = triangulate(sub, flat, conf[rest].reshape(len(rest), F * K)).points
+        err_ours = reprojection(cams.subset([held]), ours, px[held].reshape(1, F * K, 2))[0]
+        ani = anipose_group(sub).triangulate(flat, undistort=True)
+        err_ani = reprojection(cams.subset([held]), ani, px[held].reshape(1, F * K, 2))[0]
+        both = np.isfinite(err_ours) & np.isfinite(err_ani)
+        out[names[held]] = {"ours_median_px": float(np.median(err_ours[both])),
+                            "aniposelib_median_px": float(np.median(err_ani[both])),
+                            "ours_mean_px": float(np.mean(err_ours[both])),
+                            "aniposelib_mean_px": float(np.mean(err_ani[both])), "points": int(both.sum())}
+    return out
+
+
+def speed16(tpl, mesh):
+    cfg = SynthConfig(noise=2.0, dropout=0.2, outliers=0.03, masks=False, seed=2)
+    cams, syn = make_views(tpl, mesh.animations["Survey"]["world"][:60], 10.0, "ring:16", None, cfg)
+    px = syn.keypoints.double().numpy()
+    t0 = time.perf_counter()
+    triangulate_frames(cams, px, syn.confidence.numpy())
+    ours = 1000 * (time.perf_counter() - t0) / len(px)
+    t0 = time.perf_counter()
+    anipose_triangulate(cams, px)
+    ani = 1000 * (time.perf_counter() - t0) / len(px)
+    return {"frames": len(px), "cameras": 16, "ours_ms_per_frame": ours, "aniposelib_dlt_ms_per_frame": ani}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--optim", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    args.frames, args.keyframes, args.crop = (12, 4, 48) if args.quick else (22, 6, 64)
+    args.settings = [(4, 2.0), (6, 2.0), (16, 2.0), (16, 5.0)]
+    args.sil_at = [6]
+    args.shape_steps = [60, 100, 100, 30] if args.quick else [100, 150, 150, 60]
+    args.track_steps = 100 if args.quick else 120
+    mesh = read_gltf(DATA / "fox" / "glTF-Binary" / "Fox.glb")
+    tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
+                             mesh.rest_world, unit_mm=10.0)
+    report = {"config": {k: v for k, v in vars(args).items()}, "mouse_leave_one_camera_out": mouse_loo(),
+              "triangulation_speed": speed16(tpl, mesh)}
+    print(yaml.safe_dump(report, sort_keys=False), file=sys.stderr)
+    report["synthetic_fox_walk"] = synthetic(tpl, mesh, args)
+    print(yaml.safe_dump(report, sort_keys=False))
+
+
+if __name__ == "__main__":
+    main()
