@@ -18,7 +18,7 @@ group = tool_group(
 
 REPRESENTATIONS = ("inline", "lehmer", "fisher-yates", "insertion")
 MODELS = ("product", "rim", "mallows", "gmallows", "plackett-luce", "ar", "mlm")
-FORMATS = ("auto", "artifact", "preflib", "text", "movielens")
+FORMATS = ("auto", "artifact", "preflib", "text", "movielens", "table")
 
 MAN = {
     "DESCRIPTION": """
@@ -208,7 +208,7 @@ Factorized Representations. ICLR 2026 (arXiv 2505.24664). Mallows (1957); Fligne
 
 
 # ----------------------------------------------------------------------------------------------
-# shared options
+# shared options and readers (the method itself is cortexkit.tools.permutations.api)
 
 
 def input_options(func):
@@ -245,182 +245,22 @@ INPUT_KEYS = ("fmt", "as_", "base", "partial", "n_items", "min_ratings", "split"
               "split_seed", "draws")
 
 
-def pop_input(kwargs: dict) -> dict:
-    return {k: kwargs.pop(k) for k in INPUT_KEYS}
+def pop_input(kwargs: dict):
+    from cortexkit.formats.rankings import OrderOptions
+
+    return OrderOptions(**{k: kwargs.pop(k) for k in INPUT_KEYS})
 
 
-def load_orders(source: str, opts: dict):
-    """Orders (numpy orderings and extras) from any supported input."""
-    import numpy as np
-
-    from cortexkit.formats import rankings
-    from cortexkit.formats.artifact import check_kind, decode
-    from cortexkit.formats.stdio import display_name, read_bytes
-
-    name = display_name(source)
-    data = read_bytes(source)
-    fmt = opts["fmt"]
-    if fmt == "auto":
-        fmt = rankings.sniff_kind(data, name)
-        fmt = "movielens" if fmt == "ratings" else fmt
-    if fmt != "text" and opts["as_"] == "rankings" and fmt != "artifact":
-        raise CortexError(f"{name}: --as rankings applies to text and artifacts; {fmt} input holds orderings")
-    if fmt == "artifact":
-        art = decode(data, name, "np")
-        check_kind(art, "permutations")
-        x = np.asarray(art.tensor("orderings"), dtype=np.int64)
-        rankings.check_orderings(x, name)
-        if opts["as_"] == "rankings":
-            x = rankings.invert_rows(x)
-        names = art.meta_json("permutations.items")
-        extra = {k: np.asarray(art.tensors[k]) for k in ("items", "ratings", "users") if k in art.tensors}
-        return rankings.Orders(x, item_names=names, **extra)
-    if fmt == "preflib":
-        return rankings.read_preflib(data, name, opts["partial"], np.random.default_rng(opts["split_seed"]))
-    if fmt == "movielens":
-        table = rankings.read_rating_table(data, name)
-        return rankings.ratings_to_orders(table, opts["n_items"], min_ratings=opts["min_ratings"],
-                                          split=opts["split"], test_fraction=opts["test_fraction"],
-                                          split_seed=opts["split_seed"], draws=opts["draws"],
-                                          rng=np.random.default_rng(opts["split_seed"] + 1))
-    return rankings.read_text_orders(data, name, opts["as_"], opts["base"])
-
-
-def int_dtype(n: int):
-    import numpy as np
-
-    return np.int16 if n < 2**15 else np.int32
-
-
-def write_orders(run, x, names=None, extra=None, target=None):
+def write_orders(run, x, names=None, extra=None):
     import numpy as np
 
     x = np.asarray(x)
-    tensors = {"orderings": x.astype(int_dtype(x.shape[1]))}
+    tensors = {"orderings": x.astype(np.int16 if x.shape[1] < 2**15 else np.int32)}
     tensors.update(extra or {})
     meta = {"permutations.n": str(x.shape[1])}
     if names:
         meta["permutations.items"] = list(names)
-    run.write_artifact(tensors, "permutations", metadata=meta, target=target)
-
-
-def parse_reference(spec: str, x, n: int):
-    """identity | borda | FILE (one ordering: text line or a permutations artifact's first row)."""
-    import numpy as np
-    import torch
-
-    from cortexkit.tools.permutations import representations as R
-
-    if spec == "identity":
-        return torch.arange(n)
-    if spec == "borda":
-        if x is None:
-            raise CortexError("--reference borda needs permutations to take the Borda order of")
-        return R.borda_reference(torch.as_tensor(x))
-    opts = dict(fmt="auto", as_="orderings", base="auto", partial="error", n_items=n, min_ratings=1,
-                split="all", test_fraction=0.2, split_seed=0, draws=1)
-    try:
-        ref = load_orders(spec, opts).orderings[0]
-    except CortexError as exc:
-        raise CortexError(f"--reference {spec}: {exc} (use identity, borda or a file holding one ordering)") from None
-    if len(ref) != n:
-        raise CortexError(f"--reference {spec}: holds an ordering of {len(ref)} items, the data has n = {n}")
-    return torch.as_tensor(np.asarray(ref, dtype=np.int64))
-
-
-def load_model(run, source):
-    from cortexkit.tools.permutations.model import PermutationModel
-
-    art = run.read_artifact(source, kind="permutation-model")
-    try:
-        model = PermutationModel.from_tensors(art.tensors, art.metadata)
-    except (KeyError, RuntimeError, TypeError) as exc:
-        raise CortexError(f"{art.source}: damaged permutation-model artifact ({exc})") from None
-    model.item_names = art.meta_json("permutations.items")
-    if model.net is not None:
-        model.net.to(run.device)
-    return model
-
-
-def row_items(model, orders, source):
-    """Per-row item ids for a conditional model (None for others); checked before work."""
-    import torch
-
-    if model.vocabulary is None:
-        return None
-    if orders.items is None:
-        raise CortexError(f"{source}: the model is conditioned on item ids; give rows with items "
-                          "(a rating table, or a permutations artifact with an 'items' tensor)")
-    return torch.as_tensor(orders.items)
-
-
-def read_context(run, source, rows):
-    """The ``context`` tensor (rows, m, d) float32 of a safetensors file, checked before work."""
-    import torch
-
-    art = run.read_artifact(source)
-    ctx = art.tensor("context")
-    if not torch.is_floating_point(ctx) or ctx.dim() != 3:
-        raise CortexError(f"{art.source}: 'context' must be a float tensor (rows, tokens, features), "
-                          f"got {str(ctx.dtype).replace('torch.', '')} of shape {tuple(ctx.shape)}")
-    if rows is not None and len(ctx) != rows:
-        raise CortexError(f"{art.source}: holds {len(ctx)} context rows, the permutations {rows}; "
-                          "give one context row per permutation, in the same order")
-    finite = torch.isfinite(ctx).flatten(1).all(1)
-    if not finite.all():
-        row = int((~finite).nonzero()[0, 0])
-        raise CortexError(f"{art.source}: context row {row + 1} holds NaN or infinite values")
-    return ctx.float()
-
-
-def model_context(run, model, source, rows):
-    """The feature context of a conditional model (None for models that take none)."""
-    shape = model.context_shape
-    if shape is None:
-        if source is not None:
-            raise CortexError("--context: the model takes no feature context "
-                              "(fit it with --condition features --context FILE)")
-        return None
-    if source is None:
-        raise CortexError(f"the model is conditioned on feature tokens {shape}: give --context FILE")
-    ctx = read_context(run, source, rows)
-    if tuple(ctx.shape[1:]) != shape:
-        raise CortexError(f"{source}: context rows are {tuple(ctx.shape[1:])} (tokens, features), "
-                          f"the model takes {shape}")
-    return ctx
-
-
-def check_n(model, orders, source):
-    n = orders.orderings.shape[1]
-    if n != model.n:
-        raise CortexError(f"{source}: holds permutations of n = {n} items, the model is for n = {model.n}")
-
-
-def parse_nfe_list(text: str | None, model) -> list[int | None]:
-    if text is None:
-        return [None]
-    out = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if part in ("full", "n", ""):
-            out.append(None)
-            continue
-        try:
-            value = int(part)
-        except ValueError:
-            raise CortexError(f"--nfe {text}: give integers separated by commas (or 'full')") from None
-        out.append(value)
-    for value in out:
-        if value is None:
-            continue
-        if model.net is None and value != 1:
-            raise CortexError(f"--nfe {value}: a {model.kind} model samples in one step (NFE = 1)")
-        if model.net is not None and model.kind == "ar" and value != model.n:
-            raise CortexError(f"--nfe {value}: an autoregressive model needs NFE = n = {model.n}; "
-                              "fit --model mlm for fewer steps")
-        if model.net is not None and not 1 <= value <= model.n:
-            raise CortexError(f"--nfe {value}: must be between 1 and n = {model.n}")
-    return out
+    run.write_artifact(tensors, "permutations", metadata=meta)
 
 
 def nfe_options(func):
@@ -476,67 +316,36 @@ ADVANCED_NET = ("smoothing", "weight_decay", "val_fraction", "patience", "val_nf
 @click.option("--heads", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--ff", type=click.IntRange(min=4), default=128, show_default=True)
 @click.option("--dropout", type=Float(0, 1, max_open=True), default=0.1, show_default=True)
+@click.option("--group", default=None, metavar="TENSOR|COLUMN",
+              help="Validation holds out whole groups: a tensor of DATA (users), or a table column.")
 @input_options
 def fit(run, data, kind, representation, reference, condition, context_file, head, context_encoder,
         context_hidden, smoothing, epochs, batch_size, lr, weight_decay, val_fraction, patience, val_nfe,
-        d_model, layers, heads, ff, dropout, **kwargs):
+        d_model, layers, heads, ff, dropout, group, **kwargs):
     """Fit a model to permutations (DATA -> permutation-model artifact)."""
-    opts = pop_input(kwargs)
-    if d_model % heads:
-        raise CortexError(f"--d-model {d_model} must be a multiple of --heads {heads}")
-    if condition != "none" and kind not in ("ar", "mlm"):
-        raise CortexError(f"--condition {condition} needs a neural model (--model ar or mlm), not {kind}")
-    if condition == "features" and context_file is None:
-        raise CortexError("--condition features needs --context FILE (a 'context' tensor, one row per permutation)")
-    if context_file is not None and condition != "features":
-        raise CortexError("--context is read by --condition features; add it (or drop --context)")
-    if head == "pointer" and (kind != "ar" or representation != "lehmer" or condition == "none"):
-        raise CortexError("--head pointer needs --model ar --representation lehmer and aligned "
-                          "conditioning (--condition features with one token per item, or items)")
-    if (context_encoder != "linear" or context_hidden is not None) and condition != "features":
-        raise CortexError("--context-encoder and --context-hidden apply to --condition features")
-    orders = load_orders(data, opts)
+    from cortexkit.tools.permutations import api, io
+
+    config = api.FitConfig(kind, representation, reference, condition, head, context_encoder, context_hidden,
+                           smoothing, api.TrainConfig(epochs, batch_size, lr, weight_decay, val_fraction,
+                                                        patience, val_nfe),
+                           d_model, layers, heads, ff, dropout, has_context_file=context_file is not None)
+    orders = io.load_orders(data, api.replace(pop_input(kwargs), group=group))
     if condition == "items" and orders.items is None:
         raise CortexError(f"{data}: --condition items needs per-row item ids (a rating table or a "
                           "permutations artifact with an 'items' tensor)")
     for note in orders.notes:
         run.info(note)
-    import torch
-
-    from cortexkit.tools.permutations import model as M
-    from cortexkit.tools.permutations import neural as N
-
-    x = torch.as_tensor(orders.orderings)
     context = None
     if condition == "features":
-        context = read_context(run, context_file, len(x))
-        if head == "pointer" and context.shape[1] != x.shape[1]:
-            raise CortexError(f"--head pointer needs one context token per item ({x.shape[1]}); "
-                              f"{context_file} has {context.shape[1]} per row")
-    ref = parse_reference(reference, orders.orderings, x.shape[1])
-    if kind == "plackett-luce" and reference != "identity":
-        run.warn("plackett-luce has no reference order; --reference ignored")
-    if val_nfe is not None and val_nfe > x.shape[1]:
-        raise CortexError(f"--val-nfe {val_nfe}: must be at most n = {x.shape[1]}")
-    run.info(f"fitting {kind} to {len(x)} permutations of n = {x.shape[1]}")
-    train_config = N.TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-                                 val_fraction=val_fraction, patience=patience, val_nfe=val_nfe)
-    net_config = dict(d_model=d_model, layers=layers, heads=heads, ff=ff, dropout=dropout)
-    if head != "linear":
-        net_config["head"] = head
-    if condition == "features":
-        net_config.update(context_encoder=context_encoder, context_hidden=context_hidden or 0)
-    fitted = M.fit(x, kind, representation=representation, reference=ref, smoothing=smoothing,
-                   net_config=net_config, train_config=train_config, generator=run.torch_generator(),
-                   progress=lambda it: run.progress(it, desc="epochs"), log=run.detail,
-                   items=torch.as_tensor(orders.items) if condition == "items" else None,
-                   context=context, device=run.device)
-    tensors, meta = fitted.to_tensors()
-    if orders.item_names:
-        meta["permutations.items"] = list(orders.item_names)
+        context = io.read_context(context_file, len(orders.orderings))
+    fitted = api.fit(config, orders.orderings,
+                     reference=io.parse_reference(reference, orders.orderings.shape[1]), items=orders.items,
+                     context=context, context_name=context_file, groups=orders.groups, seed=run.seed, device=run.device,
+                     info=run.info, detail=run.detail, warn=run.warn,
+                     progress=lambda it: run.progress(it, desc="epochs"))
+    tensors, meta = api.model_tensors(fitted, orders.item_names)
     run.write_artifact(tensors, "permutation-model", metadata=meta)
-    summary = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in fitted.info.items())
-    run.info(f"{kind}: {summary}")
+    run.info(api.summary(fitted))
 
 
 @verb(group, "sample", output="artifact", torch_options=True, advanced=ADVANCED_INPUT + ("batch_size",))
@@ -565,66 +374,19 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
 def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, items_file, context_file,
            batch_size, **kwargs):
     """Draw permutations from a model, or decode its most likely ones (MODEL -> permutations)."""
-    if beam_width is not None and strategy != "beam":
-        raise CortexError(f"--beam-width applies to --strategy beam, not --strategy {strategy}")
-    if strategy == "greedy":
-        beam_width = 1
-        if num not in (None, 1):
-            raise CortexError(f"-n {num}: greedy decoding finds one permutation per row; "
-                              "use --strategy beam to keep several")
-    elif strategy == "beam":
-        beam_width = beam_width or 16
-        if num is not None and num > beam_width:
-            raise CortexError(f"-n {num}: beam search keeps at most --beam-width {beam_width} "
-                              "permutations per row; raise --beam-width")
-    per_row = num or 1
-    num = num or (1000 if strategy == "sample" else 1)
-    model = load_model(run, model_file)
-    import torch
+    from cortexkit.tools.permutations import api, io
 
-    given_t = None
-    if given:
-        try:
-            given_t = torch.tensor([int(v) for v in given.replace(";", ",").split(",") if v.strip()])
-        except ValueError:
-            raise CortexError(f"--given {given}: give 0-based item indices separated by commas") from None
-    parse_nfe_list(None if nfe is None else str(nfe), model)
+    config = api.SampleConfig(num, nfe, partition, strategy, beam_width, api.parse_given(given), batch_size)
+    model = io.load_model(model_file, run.device)
     opts = pop_input(kwargs)
-    items = None
-    if model.vocabulary is not None and items_file is None:
-        raise CortexError("the model is conditioned on item ids: give --items FILE")
-    if items_file is not None:
-        if model.vocabulary is None:
-            raise CortexError("--items: the model is not conditional (fit it with --condition items)")
-        rows = load_orders(items_file, opts)
-        check_n(model, rows, items_file)
-        items = row_items(model, rows, items_file)
-        if strategy == "sample":
-            items = items.repeat_interleave(num, 0)
-            num = len(items)
-    context = model_context(run, model, context_file, None)
-    if context is not None:
-        num = per_row
-        if strategy == "sample":
-            context = context.repeat_interleave(num, 0)
-            num = len(context)
-    generator = run.torch_generator()
-    if strategy == "sample":
-        x = model.sample(num, nfe=nfe, partition=partition, given=given_t, generator=generator,
-                         batch_size=batch_size, items=items, context=context)
-        extra = {} if items is None else {"items": items}
-        write_orders(run, x.numpy(), model.item_names, extra)
-        return
-    # the same --seed draws the same random partition as score, so the likelihoods agree
-    x, log_likelihood = model.best(beam_width=beam_width, keep=num, nfe=nfe, partition=partition,
-                                   given=given_t, generator=generator, items=items, context=context,
-                                   batch_size=min(batch_size, 4096))
-    extra = {"log_likelihood": log_likelihood.double()}
-    if items is not None:
-        extra["items"] = items.repeat_interleave(num, 0)
-    run.info(f"{strategy} search: best log-likelihood {float(log_likelihood.max()):.4f}"
-             + ("" if items is None and context is None else f" (mean over rows of the best {float(log_likelihood.view(-1, num)[:, 0].mean()):.4f})"))
-    write_orders(run, x.numpy(), model.item_names, extra)
+    api.check_sample(model, config, items_file is not None)
+    items = None if items_file is None else io.load_rows(model, items_file, opts)[1]
+    context = io.model_context(model, context_file, None)
+    out = api.sample(model, config, items=items, context=context, seed=run.seed)
+    if out.message:
+        run.info(out.message)
+    run.detail(out.throughput())
+    write_orders(run, out.orderings.numpy(), model.item_names, out.extra)
 
 
 @verb(group, "score", output="report", torch_options=True, advanced=ADVANCED_INPUT)
@@ -639,30 +401,20 @@ def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, it
 @input_options
 def score(run, model_file, data, nfe, partition, scores_path, context_file, **kwargs):
     """Exact log-likelihood of permutations under a model's sampler (YAML summary)."""
-    opts = pop_input(kwargs)
-    model = load_model(run, model_file)
-    nfes = parse_nfe_list(nfe, model)
-    if len(nfes) != 1:
-        raise CortexError("score takes one --nfe (evaluate takes a list)")
-    if model.context_shape is not None and context_file is None:
-        model_context(run, model, None, None)  # the error, before reading the data
-    orders = load_orders(data, opts)
-    check_n(model, orders, data)
-    import torch
+    from cortexkit.tools.permutations import api, io
 
-    x = torch.as_tensor(orders.orderings)
-    context = model_context(run, model, context_file, len(x))
-    lp = model.log_prob(x, nfe=nfes[0], partition=partition, generator=run.torch_generator(),
-                        items=row_items(model, orders, data), context=context)
+    opts = pop_input(kwargs)
+    model = io.load_model(model_file, run.device)
+    api.check_nfe(nfe, model, single=True)
+    if model.context_shape is not None and context_file is None:
+        io.model_context(model, None, None)  # the error, before reading the data
+    orders, items = io.load_rows(model, data, opts)
+    context = io.model_context(model, context_file, len(orders.orderings))
+    lp, report = api.score(model, orders.orderings, nfe=nfe, partition=partition, items=items,
+                           context=context, seed=run.seed)
     if scores_path:
-        run.write_artifact({"log_likelihood": lp.double()}, "permutation-scores", target=scores_path)
-    run.write_report({
-        "model": model.kind, "representation": model.representation, "n": model.n,
-        "nfe": nfes[0] or model.default_nfe, "partition": partition if model.kind == "mlm" else None,
-        "count": len(x), "mean_nll": float(-lp.mean()), "std_nll": float(lp.std()) if len(x) > 1 else 0.0,
-        "min_log_likelihood": float(lp.min()), "max_log_likelihood": float(lp.max()),
-        "uniform_nll": math.lgamma(model.n + 1),
-    })
+        run.write_artifact({"log_likelihood": lp}, "permutation-scores", target=scores_path)
+    run.write_report(report)
 
 
 @verb(group, "encode", output="artifact", torch_options=False, advanced=ADVANCED_INPUT)
@@ -672,17 +424,12 @@ def score(run, model_file, data, nfe, partition, scores_path, context_file, **kw
 @input_options
 def encode(run, data, representation, reference, **kwargs):
     """Permutations -> digit codes (permutation-codes artifact)."""
-    opts = pop_input(kwargs)
-    orders = load_orders(data, opts)
-    import torch
+    from cortexkit.tools.permutations import api, io
 
-    from cortexkit.tools.permutations import representations as R
-
-    x = torch.as_tensor(orders.orderings)
-    ref = parse_reference(reference, orders.orderings, x.shape[1])
-    code = R.encode(x, representation, ref)
-    run.write_artifact({"codes": code.numpy().astype(int_dtype(x.shape[1])), "reference": ref},
-                       "permutation-codes", metadata={"permutations.representation": representation})
+    orders = io.load_orders(data, pop_input(kwargs))
+    ref = io.parse_reference(reference, orders.orderings.shape[1])
+    tensors = api.encode(orders.orderings, representation, reference if ref is None else ref)
+    run.write_artifact(tensors, "permutation-codes", metadata={"permutations.representation": representation})
 
 
 @verb(group, "decode", output="artifact", torch_options=False)
@@ -693,56 +440,16 @@ def encode(run, data, representation, reference, **kwargs):
               help="Reference of a text input (artifacts carry their own).")
 def decode(run, data, representation, reference):
     """Digit codes -> permutations (permutations artifact)."""
-    import numpy as np
-    import torch
+    from cortexkit.formats.rankings import load_codes
+    from cortexkit.formats.stdio import display_name
+    from cortexkit.tools.permutations import api, io
 
-    from cortexkit.formats import rankings
-    from cortexkit.formats.artifact import check_kind
-    from cortexkit.formats.artifact import decode as decode_artifact
-    from cortexkit.formats.stdio import display_name, read_bytes
-    from cortexkit.tools.permutations import representations as R
-
-    name = display_name(data)
-    raw = read_bytes(data)
-    if rankings.sniff_kind(raw, name) == "artifact":
-        art = decode_artifact(raw, name, "np")
-        check_kind(art, "permutation-codes")
-        code = np.asarray(art.tensor("codes"), dtype=np.int64)
-        rep = art.metadata.get("permutations.representation")
-        if representation and representation != rep:
-            raise CortexError(f"{name}: holds {rep} codes, not {representation}")
-        representation = rep
-        ref = torch.as_tensor(np.asarray(art.tensor("reference"), dtype=np.int64))
-    else:
-        if representation is None:
-            raise CortexError(f"{name}: text codes need --representation")
-        rows = []
-        for number, line in enumerate(raw.decode("utf-8", "replace").splitlines(), start=1):
-            line = line.split("#", 1)[0].strip()
-            if line:
-                try:
-                    rows.append(([int(v) for v in line.replace(",", " ").split()], number))
-                except ValueError:
-                    raise CortexError(f"{name}: line {number} is not a list of integer digits") from None
-        if not rows:
-            raise CortexError(f"{name}: holds no codes")
-        n = len(rows[0][0])
-        for row, number in rows:
-            if len(row) != n:
-                raise CortexError(f"{name}: line {number} has {len(row)} digits, the first has {n}")
-        code = np.asarray([r for r, _ in rows], dtype=np.int64)
-        ref = parse_reference(reference or "identity", None, n)
-    code_t = torch.as_tensor(code)
-    legal = R.codes_are_legal(code_t, representation)
-    if not legal.all():
-        r = int((~legal).nonzero()[0, 0])
-        sizes = R.digit_sizes(representation, code.shape[1])
-        i = int(((code_t[r] < 0) | (code_t[r] >= sizes)).nonzero()[0, 0])
-        raise CortexError(f"{name}: row {r + 1} digit {i} = {int(code_t[r, i])} is outside its "
-                          f"{representation} range [0, {int(sizes[i]) - 1}]")
-    x = R.decode(code_t, representation, ref)
-    if representation == "inline":
-        rankings.check_orderings(x.numpy(), name)
+    codes = load_codes(data, representation)
+    n = codes.codes.shape[1]
+    spec = reference or "identity"
+    ref = codes.reference if codes.reference is not None else io.parse_reference(spec, n)
+    ref = api.reference_order(spec if ref is None else ref, None, n)
+    x = api.decode(codes.codes, codes.representation, ref, display_name(data))
     write_orders(run, x.numpy())
 
 
@@ -761,52 +468,18 @@ def decode(run, data, representation, reference):
 @input_options
 def evaluate(run, model_file, data, nfe, partition, samples, train_file, context_file, **kwargs):
     """Held-out NLL, validity, uniqueness, novelty and Kendall statistics (YAML report)."""
+    from cortexkit.tools.permutations import api, io
+
     opts = pop_input(kwargs)
-    model = load_model(run, model_file)
-    nfes = parse_nfe_list(nfe, model)
-    orders = load_orders(data, opts)
-    check_n(model, orders, data)
-    train_orders = None
+    model = io.load_model(model_file, run.device)
+    api.check_nfe(nfe, model)
+    orders = io.load_rows(model, data, opts, items=False)[0]
+    train = None
     if train_file:
-        train_orders = load_orders(train_file, {**opts, "split": "train" if opts["split"] == "test" else opts["split"]})
-        check_n(model, train_orders, train_file)
-    import torch
-
-    from cortexkit.tools.permutations import representations as R
-
-    x = torch.as_tensor(orders.orderings)
-    items = row_items(model, orders, data)
-    context = model_context(run, model, context_file, len(x))
-    centre = R.borda_reference(x)
-    held_kendall = R.kendall_distance(x, centre).double()
-    train_set = None
-    if train_orders is not None:
-        train_set = {tuple(r) for r in train_orders.orderings.tolist()}
-    report = {"model": model.kind, "representation": model.representation, "n": model.n,
-              "count": len(x), "uniform_nll": math.lgamma(model.n + 1),
-              "heldout_kendall_to_borda": float(held_kendall.mean()), "by_nfe": []}
-    for k in nfes:
-        generator = run.torch_generator()
-        lp = model.log_prob(x, nfe=k, partition=partition, generator=generator, items=items, context=context)
-        entry = {"nfe": k or model.default_nfe, "nll": float(-lp.mean()),
-                 "nll_stderr": float(lp.std() / len(lp) ** 0.5) if len(lp) > 1 else 0.0}
-        if samples:
-            generator = run.torch_generator()  # the same partition the likelihood used
-            if items is not None or context is not None:  # one sample per held-out row, conditioned on it
-                s = model.sample(len(x), nfe=k, partition=partition, generator=generator, items=items,
-                                 context=context)
-            else:
-                s = model.sample(samples, nfe=k, partition=partition, generator=generator)
-            valid = R.is_permutation(s)
-            rows = [tuple(r) for r in s[valid].tolist()]
-            drawn = len(s)
-            entry.update({"samples": drawn, "valid": float(valid.double().mean()),
-                          "unique": len(set(rows)) / drawn,
-                          "cyclic": float(R.is_cycle(s).double().mean())})
-            if valid.any():
-                entry["kendall_to_borda"] = float(R.kendall_distance(s[valid], centre).double().mean())
-            if train_set is not None:
-                entry["novel"] = sum(1 for r in rows if r not in train_set) / drawn
-        report["by_nfe"].append(entry)
-        run.detail(f"NFE {entry['nfe']}: NLL {entry['nll']:.4f}")
+        train_opts = api.replace(opts, split="train" if opts.split == "test" else opts.split)
+        train = io.load_rows(model, train_file, train_opts, items=False)[0].orderings
+    items = io.row_items(model, orders, data)
+    context = io.model_context(model, context_file, len(orders.orderings))
+    report = api.evaluate(model, orders.orderings, api.EvaluateConfig(nfe, partition, samples), items=items,
+                          context=context, train=train, seed=run.seed, detail=run.detail)
     run.write_report(report)

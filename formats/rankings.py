@@ -28,6 +28,7 @@ class Orders:
     ratings: np.ndarray | None = None
     users: np.ndarray | None = None
     notes: list[str] = field(default_factory=list)
+    groups: np.ndarray | None = None  # (m,) int64 group of each row (fit --group)
 
 
 def check_orderings(x: np.ndarray, name: str, rows: list[int] | None = None, what: str = "row") -> None:
@@ -307,3 +308,216 @@ def sniff_kind(data: bytes, name: str) -> str:
     if head.startswith("# FILE NAME") or "NUMBER ALTERNATIVES" in head:
         return "preflib"
     return "text"
+
+
+# ----------------------------------------------------------------------------------------------
+# every input the permutation tools read, from a path or stdin
+
+
+FORMATS = ("auto", "artifact", "preflib", "text", "movielens", "table")
+
+
+@dataclass
+class OrderOptions:
+    """How to read permutation data (the ``--format``, ``--as``, ... options of the commands).
+
+    ``fmt`` one of :data:`FORMATS`; ``as_`` ``orderings`` or ``rankings``; ``base`` ``auto``,
+    ``0`` or ``1`` (text and tables); ``partial`` for PrefLib ``.soi``; the rest pick and split
+    the rankings of a MovieLens rating table (see :func:`ratings_to_orders`)."""
+
+    fmt: str = "auto"
+    as_: str = "orderings"
+    base: str = "auto"
+    partial: str = "error"
+    n_items: int = 10
+    min_ratings: int = 100
+    split: str = "all"
+    test_fraction: float = 0.2
+    split_seed: int = 0
+    draws: int = 1
+    group: str | None = None  # fit --group: a tensor (artifacts), column (tables) or "users"
+
+
+def sniff_orders(data: bytes, name: str) -> str:
+    """The :data:`FORMATS` entry of input bytes: :func:`sniff_kind`, plus ``table`` for NPY,
+    NPZ and ``table`` artifacts (integer orderings, one row per permutation)."""
+    from cortexkit.formats import tables as raw
+
+    if data.startswith((raw.NPY_MAGIC, raw.ZIP_MAGIC)):
+        return "table"
+    kind = sniff_kind(data, name)
+    if kind == "artifact":
+        from cortexkit.formats.artifact import KIND, decode_header
+
+        try:
+            _, meta, _ = decode_header(data, name)
+        except CortexError:
+            return "artifact"  # the artifact reader names what is wrong
+        return "table" if meta.get(KIND) == "table" else "artifact"
+    return "movielens" if kind == "ratings" else kind
+
+
+def table_orders(data: bytes, name: str, as_: str = "orderings", base: str = "auto",
+                 group: str | None = None) -> Orders:
+    """Orderings from a table (CSV, NPY, NPZ or ``table`` artifact) of integer columns: each
+    row one permutation, column j the item at position j (or, ``as_="rankings"``, the position
+    of item j); ``base`` as for text."""
+    from cortexkit.formats.table import parse_table
+
+    table = parse_table(data, name)
+    groups = None
+    if group is not None:
+        table.require([group])
+        groups = table.codes(group)[0]
+        table = table.drop([group])
+    coded = [c for c in table.names if table.is_categorical(c)]
+    if coded:
+        raise CortexError(f"{name}: column '{coded[0]}' is categorical; orderings need integer "
+                          "item indices in every column")
+    x = table.matrix(dtype=np.float64)
+    if not np.array_equal(x, np.round(x)):
+        r, c = map(int, np.argwhere(x != np.round(x))[0])
+        raise CortexError(f"{name}: row {r + 1}, column '{table.names[c]}' holds {x[r, c]}, "
+                          "not an integer item index")
+    x = x.astype(np.int64)
+    if x.size and base == "auto":
+        base = "1" if x.min() >= 1 and x.max() == x.shape[1] else "0"
+    if base == "1":
+        x = x - 1
+    check_orderings(x, name)
+    return Orders(invert_rows(x) if as_ == "rankings" else x, groups=groups)
+
+
+def load_orders(source, options: OrderOptions | None = None) -> Orders:
+    """Orders (orderings and extras) from a path or stdin (``-``) in any supported format."""
+    from cortexkit.formats.stdio import display_name, read_bytes
+
+    opts = options or OrderOptions()
+    name = display_name(source)
+    data = read_bytes(source)
+    fmt = opts.fmt
+    if fmt == "auto":
+        fmt = sniff_orders(data, name)
+        if fmt == "text" and opts.group is not None:  # a CSV with a group column: a table
+            fmt = "table"
+    orders = _load(data, name, fmt, opts)
+    if opts.group is not None and orders.groups is None:
+        if orders.users is not None and opts.group == "users":
+            orders.groups = np.asarray(orders.users, dtype=np.int64)
+        else:
+            raise CortexError(f"{name}: --group {opts.group}: no such tensor or column (give a 'users'-like "
+                              "tensor of a permutations artifact, a table column, or 'users' for rating tables)")
+    return orders
+
+
+def _load(data: bytes, name: str, fmt: str, opts: OrderOptions) -> Orders:
+    from cortexkit.formats.artifact import check_kind, decode
+
+    if fmt not in ("text", "table") and opts.as_ == "rankings" and fmt != "artifact":
+        raise CortexError(f"{name}: --as rankings applies to text and artifacts; {fmt} input holds orderings")
+    if fmt == "table":
+        return table_orders(data, name, opts.as_, opts.base, opts.group)
+    if fmt == "artifact":
+        art = decode(data, name, "np")
+        check_kind(art, "permutations")
+        x = np.asarray(art.tensor("orderings"), dtype=np.int64)
+        check_orderings(x, name)
+        if opts.as_ == "rankings":
+            x = invert_rows(x)
+        names = art.meta_json("permutations.items")
+        extra = {k: np.asarray(art.tensors[k]) for k in ("items", "ratings", "users") if k in art.tensors}
+        if opts.group is not None and opts.group in art.tensors:
+            groups = np.asarray(art.tensors[opts.group])
+            if groups.shape != (len(x),) or groups.dtype.kind not in "iub":
+                raise CortexError(f"{name}: --group {opts.group}: expected an integer tensor of shape "
+                                  f"({len(x)},), got {groups.dtype} {list(groups.shape)}")
+            extra["groups"] = groups.astype(np.int64)
+        return Orders(x, item_names=names, **extra)
+    if fmt == "preflib":
+        return read_preflib(data, name, opts.partial, np.random.default_rng(opts.split_seed))
+    if fmt == "movielens":
+        table = read_rating_table(data, name)
+        return ratings_to_orders(table, opts.n_items, min_ratings=opts.min_ratings,
+                                 split=opts.split, test_fraction=opts.test_fraction,
+                                 split_seed=opts.split_seed, draws=opts.draws,
+                                 rng=np.random.default_rng(opts.split_seed + 1))
+    return read_text_orders(data, name, opts.as_, opts.base)
+
+
+def read_reference(spec: str, n: int) -> np.ndarray:
+    """A reference ordering ``(n,)`` int64 from a file (a text line or a permutations
+    artifact's first row); the message names the option."""
+    opts = OrderOptions(n_items=n, min_ratings=1)
+    try:
+        ref = load_orders(spec, opts).orderings[0]
+    except CortexError as exc:
+        raise CortexError(f"--reference {spec}: {exc} (use identity, borda or a file holding one ordering)") from None
+    if len(ref) != n:
+        raise CortexError(f"--reference {spec}: holds an ordering of {len(ref)} items, the data has n = {n}")
+    return np.asarray(ref, dtype=np.int64)
+
+
+@dataclass
+class Codes:
+    """Digit codes ``(count, n)`` int64 with their representation and reference ``(n,)`` (None:
+    the caller's default)."""
+
+    codes: np.ndarray
+    representation: str | None
+    reference: np.ndarray | None
+
+
+def load_codes(source, representation: str | None = None) -> Codes:
+    """A permutation-codes artifact, or text codes (one row of integer digits per line)."""
+    from cortexkit.formats.artifact import check_kind, decode
+    from cortexkit.formats.stdio import display_name, read_bytes
+
+    name = display_name(source)
+    raw = read_bytes(source)
+    if sniff_kind(raw, name) == "artifact":
+        art = decode(raw, name, "np")
+        check_kind(art, "permutation-codes")
+        code = np.asarray(art.tensor("codes"), dtype=np.int64)
+        rep = art.metadata.get("permutations.representation")
+        if representation and representation != rep:
+            raise CortexError(f"{name}: holds {rep} codes, not {representation}")
+        return Codes(code, rep, np.asarray(art.tensor("reference"), dtype=np.int64))
+    if representation is None:
+        raise CortexError(f"{name}: text codes need --representation")
+    rows = []
+    for number, line in enumerate(raw.decode("utf-8", "replace").splitlines(), start=1):
+        line = line.split("#", 1)[0].strip()
+        if line:
+            try:
+                rows.append(([int(v) for v in line.replace(",", " ").split()], number))
+            except ValueError:
+                raise CortexError(f"{name}: line {number} is not a list of integer digits") from None
+    if not rows:
+        raise CortexError(f"{name}: holds no codes")
+    n = len(rows[0][0])
+    for row, number in rows:
+        if len(row) != n:
+            raise CortexError(f"{name}: line {number} has {len(row)} digits, the first has {n}")
+    return Codes(np.asarray([r for r, _ in rows], dtype=np.int64), representation, None)
+
+
+def read_context(source, rows: int | None):
+    """The ``context`` tensor ``(rows, m, d)`` float32 of a safetensors file (any kind), checked
+    before work: float, 3-D, ``rows`` rows when given, finite."""
+    import torch
+
+    from cortexkit.formats.artifact import read_artifact
+
+    art = read_artifact(source, None, framework="pt")
+    ctx = art.tensor("context")
+    if not torch.is_floating_point(ctx) or ctx.dim() != 3:
+        raise CortexError(f"{art.source}: 'context' must be a float tensor (rows, tokens, features), "
+                          f"got {str(ctx.dtype).replace('torch.', '')} of shape {tuple(ctx.shape)}")
+    if rows is not None and len(ctx) != rows:
+        raise CortexError(f"{art.source}: holds {len(ctx)} context rows, the permutations {rows}; "
+                          "give one context row per permutation, in the same order")
+    finite = torch.isfinite(ctx).flatten(1).all(1)
+    if not finite.all():
+        row = int((~finite).nonzero()[0, 0])
+        raise CortexError(f"{art.source}: context row {row + 1} holds NaN or infinite values")
+    return ctx.float()

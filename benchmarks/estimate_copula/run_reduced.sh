@@ -18,4 +18,7 @@ b)
   python $B run --dataset drybean16 --models gaussian,vine,cdc-guided --cdc-seconds 240 --is-draws 200000 --timeout 1200 --out $R/drybean16.yaml
   python $B run --dataset digits --models gaussian,vine,cdc,reflection --cdc-seconds 240 --reflection-seconds 120 --is-draws 200000 --timeout 1200 --out $R/digits.yaml
   ;;
+c)
+  python $B run --dataset magic --models cdc --cdc-seconds 900 --timeout 1850 --out $R/magic_cdc_900s.yaml
+  ;;
 esac

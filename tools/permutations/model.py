@@ -241,7 +241,7 @@ def fit(x: torch.Tensor, kind: str, *, representation: str = "insertion", refere
         smoothing: float = 0.5, net_config: dict | None = None, train_config: N.TrainConfig | None = None,
         generator: torch.Generator | None = None, progress=None, log=None,
         items: torch.Tensor | None = None, context: torch.Tensor | None = None,
-        device: torch.device | str = "cpu") -> PermutationModel:
+        device: torch.device | str = "cpu", groups: torch.Tensor | None = None) -> PermutationModel:
     """Fit a model of ``kind`` to orderings ``x`` ``(m, n)``; with ``items`` ``(m, n)`` (outside
     ids of each row's local items) a neural model is conditioned on them (one token per item,
     aligned with its digit); with ``context`` ``(m, k, d)`` float feature tokens it is conditioned
@@ -291,13 +291,15 @@ def fit(x: torch.Tensor, kind: str, *, representation: str = "insertion", refere
     if vocabulary is not None:
         context = PermutationModel(kind, n, representation, reference, vocabulary=vocabulary).context_ids(items)
     code = R.encode(x, representation, reference)
-    history = N.train(net, code.to(device), train_config or N.TrainConfig(), generator=generator,
+    history = N.train(net, code.to(device), train_config or N.TrainConfig(), generator=generator, groups=groups,
                       progress=progress, log=log, context=None if context is None else context.to(device))
     net.cpu()
     info = {"epochs_run": len(history["train_loss"]), "best_epoch": history["best_epoch"],
             "final_train_loss": history["train_loss"][-1] if history["train_loss"] else None,
             "best_val_nll": min(history["val_nll"]) if history["val_nll"] else None,
             "parameters": sum(p.numel() for p in net.parameters())}
+    if groups is not None:  # validation on whole held-out groups (users)
+        info.update(validation="held-out groups", val_rows=history["val_rows"])
     return PermutationModel(kind, n, representation, reference, net=net, info=info, vocabulary=vocabulary)
 
 

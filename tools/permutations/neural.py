@@ -262,17 +262,229 @@ def log_prob_codes(net: PermutationTransformer, code: torch.Tensor, *, nfe: int 
     return torch.cat(out).cpu() if out else torch.zeros(0, dtype=torch.float64)
 
 
+class IncrementalDecoder:
+    """Autoregressive decoding one digit per step with cached keys and values per layer.
+
+    The causal network's digit position ``i`` reads the conditioning tokens and digits ``< i``
+    only, so a step feeds one new token (the previous digit, or BOS) through every layer, keeps
+    its keys and values, and attends over the cache: O(n) work per digit instead of a full
+    O(n^2) forward pass. The conditioning tokens (which see each other, never the digits) are
+    run through the layers once per row. Exact: the log-probabilities equal those of
+    :meth:`PermutationTransformer.forward` (up to float rounding).
+
+    ``rows`` sequences decode in parallel (``context`` ``(rows, m, ...)`` or None); beam search
+    reorders them with :meth:`reorder`.
+    """
+
+    def __init__(self, net: PermutationTransformer, rows: int, context: torch.Tensor | None = None):
+        if net.config.mode != "ar":
+            raise ValueError("incremental decoding needs an autoregressive model")
+        self.net = net
+        cfg = net.config
+        self.n, self.d, self.h = cfg.n, cfg.d_model, cfg.heads
+        self.dh = self.d // self.h
+        device = next(net.parameters()).device
+        self.device = device
+        self.rows = rows
+        self.aligned = None
+        m = 0
+        ctx = None
+        if context is not None:
+            ctx = net.context_embedding(context) if cfg.context_vocab else net.context_projection(context)
+            if cfg.context_aligned:
+                self.aligned = ctx  # (rows, n, d): digit i adds its own token
+            ctx = ctx + net.context_type
+            m = ctx.shape[1]
+            if cfg.context_len:
+                ctx = ctx + net.context_position[:m]
+        self.m = m
+        size = m + self.n
+        # caches (positions, rows, heads, head_dim): a step writes one contiguous slab
+        self.keys = [torch.empty(size, rows, self.h, self.dh, device=device) for _ in net.encoder.layers]
+        self.values = [torch.empty(size, rows, self.h, self.dh, device=device) for _ in net.encoder.layers]
+        self.length = 0
+        if m:
+            self._run(ctx)  # context tokens attend to each other only
+        self.position = 0  # digits fed so far
+        self.taken = torch.zeros(rows, self.n, dtype=torch.bool, device=device) if cfg.head == "pointer" else None
+
+    def _run(self, x: torch.Tensor) -> torch.Tensor:
+        """Feed ``x`` ``(rows, t, d)`` (all visible to each other: t = 1, or the context block)."""
+        t = x.shape[1]
+        start, end = self.length, self.length + t
+        scale = 1.0 / math.sqrt(self.dh)
+        for li, layer in enumerate(self.net.encoder.layers):
+            attn = layer.self_attn
+            y = layer.norm1(x)
+            qkv = torch.nn.functional.linear(y, attn.in_proj_weight, attn.in_proj_bias)
+            q, k, v = qkv.view(self.rows, t, 3, self.h, self.dh).unbind(2)  # (rows, t, h, dh)
+            self.keys[li][start:end] = k.transpose(0, 1)
+            self.values[li][start:end] = v.transpose(0, 1)
+            keys, values = self.keys[li][:end], self.values[li][:end]  # (L, rows, h, dh)
+            if t == 1:  # one query: a weighted sum over the cache, no batched tiny matmuls
+                w = torch.softmax((keys * (q[:, 0] * scale)).sum(-1), dim=0)  # (L, rows, h)
+                out = (w[..., None] * values).sum(0)[:, None]  # (rows, 1, h, dh)
+            else:
+                out = torch.nn.functional.scaled_dot_product_attention(
+                    q.transpose(1, 2), keys.permute(1, 2, 0, 3), values.permute(1, 2, 0, 3)).transpose(1, 2)
+            x = x + attn.out_proj(out.reshape(self.rows, t, self.d))
+            x = x + layer.linear2(layer.activation(layer.linear1(layer.norm2(x))))
+        self.length = end
+        return x
+
+    def step(self, previous: torch.Tensor | None) -> torch.Tensor:
+        """Log-probabilities ``(rows, n)`` of the next digit given the digit just chosen
+        (``previous`` ``(rows,)`` int64; None before the first digit)."""
+        net, i = self.net, self.position
+        if i >= self.n:
+            raise ValueError("every digit is decoded already")
+        token = (torch.full((self.rows,), net.bos_token, dtype=torch.int64, device=self.device)
+                 if previous is None else previous.to(self.device))
+        if previous is not None and self.taken is not None:  # pointer head: mark the item taken
+            free = (self.taken.long() * self.n + torch.arange(self.n, device=self.device)).argsort(dim=1)
+            pick = free.gather(1, previous.clamp(0, self.n - i)[:, None].to(self.device))
+            self.taken = self.taken.scatter(1, pick, True)
+        x = net.digit_embedding(token) + net.position_embedding[i]
+        if self.aligned is not None:
+            x = x + self.aligned[:, i]
+        hidden = net.norm(self._run(x[:, None])[:, 0])  # (rows, d)
+        self.position = i + 1
+        if net.config.head == "pointer":
+            taken = self.taken
+            free = (taken.long() * self.n + torch.arange(self.n, device=self.device)).argsort(dim=1)
+            keys = net.item_embedding[free]  # (rows, n, d)
+            logits = (torch.einsum("bd,bvd->bv", hidden, keys) / math.sqrt(self.d) + net.item_bias[free])
+        else:
+            logits = net.head(hidden)
+        logits = logits.masked_fill(~net.legal[i], float("-inf"))
+        return torch.log_softmax(logits, dim=-1)
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep rows ``index`` ``(rows',)`` (beam search: the parents of the new beams)."""
+        index = index.to(self.device)
+        filled = self.length
+
+        def gather(cache):  # only the filled positions are copied
+            out = cache.new_empty(cache.shape[0], len(index), *cache.shape[2:])
+            torch.index_select(cache[:filled], 1, index, out=out[:filled])
+            return out
+
+        self.keys = [gather(k) for k in self.keys]
+        self.values = [gather(v) for v in self.values]
+        if self.aligned is not None:
+            self.aligned = self.aligned.index_select(0, index)
+        if self.taken is not None:
+            self.taken = self.taken.index_select(0, index)
+        self.rows = len(index)
+
+
+def decode_rows(net: PermutationTransformer) -> int:
+    """Rows decoded together: caches of about 1.3 M floats per layer (fastest on one CPU core)."""
+    cfg = net.config
+    return max(128, min(1024, 1_300_000 // ((cfg.context_len + cfg.n) * cfg.d_model)))
+
+
+@torch.no_grad()
+def ar_sample_codes(net: PermutationTransformer, num: int, *, prefix: torch.Tensor | None = None,
+                    context: torch.Tensor | None = None, generator: torch.Generator | None = None,
+                    batch_size: int = 4096) -> torch.Tensor:
+    """:func:`sample_codes` of an autoregressive model by incremental decoding: ``(num, n)``.
+
+    Draws the same uniforms in the same order as the full-forward sampler (one ``(rows, 1)``
+    float64 draw per digit per chunk of ``batch_size`` rows), so a seed gives the same codes.
+    """
+    net.eval()
+    n = net.config.n
+    device = next(net.parameters()).device
+    known = 0 if prefix is None else prefix.shape[-1]
+    sizes = R.digit_sizes(net.config.representation, n).to(device)
+    sub = decode_rows(net)
+    out = []
+    for start in range(0, num, batch_size):
+        size = min(batch_size, num - start)
+        # the uniforms of the whole chunk, digit-major: the same stream as one draw per digit
+        u_all = torch.rand((n - known, size), generator=generator, dtype=torch.float64).to(device)
+        for s0 in range(start, start + size, sub):  # sub-chunks keep the caches in cache memory
+            rows = min(sub, start + size - s0)
+            ctx = None if context is None else context[s0:s0 + rows].to(device)
+            c = torch.empty(rows, n, dtype=torch.int64, device=device)
+            if known:
+                c[:, :known] = prefix.to(device).expand(rows, known) if prefix.dim() == 1 else prefix[s0:s0 + rows].to(device)
+            dec = IncrementalDecoder(net, rows, ctx)
+            previous = None
+            for i in range(n):
+                logp = dec.step(previous)
+                if i >= known:
+                    u = u_all[i - known, s0 - start:s0 - start + rows, None]
+                    cdf = logp.double().exp().cumsum(dim=-1)
+                    draw = (cdf < (u * cdf[:, -1:])).sum(dim=-1)
+                    c[:, i] = torch.minimum(draw, sizes[i] - 1)
+                previous = c[:, i]
+            out.append(c.cpu())
+    return torch.cat(out) if out else torch.zeros(0, n, dtype=torch.int64)
+
+
+@torch.no_grad()
+def ar_beam_search_codes(net: PermutationTransformer, num: int, *, beam_width: int = 1, keep: int = 1,
+                         prefix: torch.Tensor | None = None, context: torch.Tensor | None = None,
+                         batch_size: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`beam_search_codes` of an autoregressive model by incremental decoding."""
+    net.eval()
+    n = net.config.n
+    device = next(net.parameters()).device
+    known = 0 if prefix is None else prefix.shape[-1]
+    rows_per_chunk = max(1, min(batch_size, decode_rows(net)) // beam_width)
+    codes, scores = [], []
+    for start in range(0, num, rows_per_chunk):
+        size = min(rows_per_chunk, num - start)
+        ctx = None if context is None else context[start:start + size].to(device)
+        c = torch.zeros(size, 1, n, dtype=torch.int64, device=device)
+        if known:
+            c[:, 0, :known] = (prefix.to(device).expand(size, known) if prefix.dim() == 1
+                               else prefix[start:start + size].to(device))
+        dec = IncrementalDecoder(net, size, ctx)
+        score = torch.zeros(size, 1, dtype=torch.float64, device=device)
+        previous = None
+        for i in range(n):
+            width = c.shape[1]
+            logp = dec.step(previous).double().view(size, width, n)
+            if i < known:
+                previous = c[:, :, i].flatten()
+                continue
+            joint = (score[:, :, None] + logp).flatten(1)  # (size, width * n)
+            score, flat = joint.topk(min(beam_width, joint.shape[1]), dim=1)
+            parent = torch.div(flat, n, rounding_mode="floor")
+            c = c.gather(1, parent[..., None].expand(*parent.shape, n)).clone()
+            c[:, :, i] = flat % n
+            rows = (torch.arange(size, device=device)[:, None] * width + parent).flatten()
+            dec.reorder(rows)
+            previous = c[:, :, i].flatten()
+        if c.shape[1] < keep:
+            raise ValueError(f"only {c.shape[1]} codes are reachable, cannot keep {keep}")
+        codes.append(c[:, :keep].cpu())
+        scores.append(score[:, :keep].cpu())
+    codes, scores = torch.cat(codes), torch.cat(scores)
+    if not torch.isfinite(scores).all():
+        raise ValueError(f"fewer than {keep} codes have positive probability; keep fewer")
+    return codes, scores
+
+
 @torch.no_grad()
 def sample_codes(net: PermutationTransformer, num: int, *, nfe: int | None = None,
                  partition: str = "contiguous", prefix: torch.Tensor | None = None,
                  context: torch.Tensor | None = None, generator: torch.Generator | None = None,
-                 batch_size: int = 4096) -> torch.Tensor:
-    """Draw ``num`` codes ``(num, n)``; ``prefix`` ``(r,)`` or ``(num, r)`` fixes the first digits."""
+                 batch_size: int = 4096, incremental: bool = True) -> torch.Tensor:
+    """Draw ``num`` codes ``(num, n)``; ``prefix`` ``(r,)`` or ``(num, r)`` fixes the first digits.
+    Autoregressive models decode incrementally (:class:`IncrementalDecoder`) unless
+    ``incremental`` is False (one full forward pass per digit, the reference)."""
     net.eval()
     n = net.config.n
     device = next(net.parameters()).device
     known = 0 if prefix is None else prefix.shape[-1]
     blocks = _blocks(net, known, nfe, partition, generator)
+    if net.config.mode == "ar" and incremental:
+        return ar_sample_codes(net, num, prefix=prefix, context=context, generator=generator,
+                               batch_size=batch_size)
     out = []
     for start in range(0, num, batch_size):
         size = min(batch_size, num - start)
@@ -298,8 +510,8 @@ def sample_codes(net: PermutationTransformer, num: int, *, nfe: int | None = Non
 def beam_search_codes(net: PermutationTransformer, num: int, *, beam_width: int = 1, keep: int = 1,
                       nfe: int | None = None, partition: str = "contiguous",
                       prefix: torch.Tensor | None = None, context: torch.Tensor | None = None,
-                      generator: torch.Generator | None = None,
-                      batch_size: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+                      generator: torch.Generator | None = None, batch_size: int = 4096,
+                      incremental: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Most likely codes of the sampler with this NFE and partition, by beam search over blocks.
 
     ``num`` rows (one per row of ``context``/``prefix`` when given, else copies of the same
@@ -323,6 +535,9 @@ def beam_search_codes(net: PermutationTransformer, num: int, *, beam_width: int 
     device = next(net.parameters()).device
     known = 0 if prefix is None else prefix.shape[-1]
     blocks = _blocks(net, known, nfe, partition, generator)
+    if net.config.mode == "ar" and incremental:
+        return ar_beam_search_codes(net, num, beam_width=beam_width, keep=keep, prefix=prefix,
+                                    context=context, batch_size=batch_size)
     rows_per_chunk = max(1, batch_size // beam_width)
     codes, scores = [], []
     for start in range(0, num, rows_per_chunk):
@@ -406,24 +621,48 @@ def held_out_nll(net: PermutationTransformer, code: torch.Tensor, context=None, 
     return float(-log_prob_codes(net, code, context=context, nfe=nfe).mean())
 
 
+def validation_split(m: int, val_fraction: float, generator: torch.Generator | None = None,
+                     groups: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(validation rows, training rows) of ``m`` rows (none held out below 20 rows).
+
+    Without ``groups``: a random ``val_fraction`` of the rows. With ``groups`` ``(m,)`` (say the
+    user of each row): a random ``val_fraction`` of the *groups*, all of their rows held out, so
+    the validation rows come from groups the training never sees.
+    """
+    if groups is None:
+        n_val = int(round(m * val_fraction)) if m >= 20 else 0
+        perm = torch.randperm(m, generator=generator)
+        return perm[:n_val], perm[n_val:]
+    groups = torch.as_tensor(groups)
+    if groups.shape != (m,):
+        raise ValueError(f"groups must have one entry per row ({m}), got shape {tuple(groups.shape)}")
+    _, inverse = torch.unique(groups, return_inverse=True)
+    count = int(inverse.max()) + 1 if m else 0
+    n_val = int(round(count * val_fraction)) if m >= 20 and count >= 2 else 0
+    n_val = min(n_val, count - 1) if count >= 2 else 0
+    held = torch.zeros(count, dtype=torch.bool)
+    held[torch.randperm(count, generator=generator)[:n_val]] = True
+    mask = held[inverse]
+    return mask.nonzero()[:, 0], (~mask).nonzero()[:, 0]
+
+
 def train(net: PermutationTransformer, code: torch.Tensor, config: TrainConfig, *,
           context: torch.Tensor | None = None, generator: torch.Generator | None = None,
-          progress=None, log=None) -> dict:
+          progress=None, log=None, groups: torch.Tensor | None = None) -> dict:
     """Adam(W) on the mode's loss; keeps the state with the best validation NLL.
 
     ``code`` ``(m, n)`` training codes; ``context`` ``(m, k, d)`` or None.
     Returns a history dict (``train_loss``, ``val_nll`` per epoch, ``best_epoch``).
     """
     m = code.shape[0]
-    n_val = int(round(m * config.val_fraction)) if m >= 20 else 0
-    perm = torch.randperm(m, generator=generator)
-    val_idx, train_idx = perm[:n_val], perm[n_val:]
+    val_idx, train_idx = validation_split(m, config.val_fraction, generator, groups)
+    n_val = len(val_idx)
     opt = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     steps_per_epoch = max(1, math.ceil(len(train_idx) / config.batch_size))
     total_steps = config.epochs * steps_per_epoch
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=config.lr, total_steps=total_steps,
                                                 pct_start=0.1, anneal_strategy="cos")
-    history = {"train_loss": [], "val_nll": [], "best_epoch": None}
+    history = {"train_loss": [], "val_nll": [], "best_epoch": None, "val_rows": n_val}
     best, best_state, since = math.inf, None, 0
     epochs = range(config.epochs) if progress is None else progress(range(config.epochs))
     for epoch in epochs:

@@ -1,0 +1,64 @@
+"""Reading the permutation tool's inputs from files: models, rows checked against a model,
+feature contexts and reference orders (the bytes themselves are parsed in formats/rankings.py)."""
+
+from __future__ import annotations
+
+import torch
+
+from cortexkit.formats.errors import CortexError
+from cortexkit.formats.rankings import OrderOptions, Orders, load_orders, read_context, read_reference
+from cortexkit.tools.permutations import api
+from cortexkit.tools.permutations.model import PermutationModel
+
+
+def load_model(source, device: torch.device | str = "cpu") -> PermutationModel:
+    """A ``permutation-model`` artifact from a path or stdin (``-``)."""
+    from cortexkit.formats.artifact import read_artifact
+
+    art = read_artifact(source, "permutation-model")
+    return api.model_from_tensors(art.tensors, art.metadata, art.source, device)
+
+
+def parse_reference(spec: str, n: int) -> torch.Tensor | None:
+    """identity | borda (None: left to :func:`api.reference_order`) | FILE (one ordering ``(n,)``)."""
+    if spec in ("identity", "borda"):
+        return None
+    return torch.as_tensor(read_reference(spec, n))
+
+
+def row_items(model: PermutationModel, orders: Orders, source) -> torch.Tensor | None:
+    """Per-row item ids ``(m, n)`` for a conditional model (None for others); checked before work."""
+    if model.vocabulary is None:
+        return None
+    if orders.items is None:
+        raise CortexError(f"{source}: the model is conditioned on item ids; give rows with items "
+                          "(a rating table, or a permutations artifact with an 'items' tensor)")
+    return torch.as_tensor(orders.items)
+
+
+def model_context(model: PermutationModel, source, rows: int | None) -> torch.Tensor | None:
+    """The feature context ``(rows, m, d)`` of a conditional model (None for models that take none)."""
+    shape = model.context_shape
+    if shape is None:
+        if source is not None:
+            raise CortexError("--context: the model takes no feature context "
+                              "(fit it with --condition features --context FILE)")
+        return None
+    if source is None:
+        raise CortexError(f"the model is conditioned on feature tokens {shape}: give --context FILE")
+    ctx = read_context(source, rows)
+    if tuple(ctx.shape[1:]) != shape:
+        raise CortexError(f"{source}: context rows are {tuple(ctx.shape[1:])} (tokens, features), "
+                          f"the model takes {shape}")
+    return ctx
+
+
+def load_rows(model: PermutationModel, source, options: OrderOptions,
+              items: bool = True) -> tuple[Orders, torch.Tensor | None]:
+    """Orders of ``source`` for ``model`` (the same n) and, with ``items``, the rows' item ids
+    when the model needs them."""
+    orders = load_orders(source, options)
+    n = orders.orderings.shape[1]
+    if n != model.n:
+        raise CortexError(f"{source}: holds permutations of n = {n} items, the model is for n = {model.n}")
+    return orders, row_items(model, orders, source) if items else None
