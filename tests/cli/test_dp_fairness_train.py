@@ -167,9 +167,22 @@ def test_sweep_writes_pareto_table_and_plot(cli, tables, tmp_path):
 
 
 @pytest.mark.parametrize("extra, fragment", [
-    (["--epsilon", "0"], "--epsilon must be a positive"),
-    (["--epsilon", "-1"], "--epsilon must be a positive"),
-    (["--delta", "1.5"], "--delta must be in (0, 1)"),
+    (["--epsilon", "0"], "Invalid value for '--epsilon'"),
+    (["--epsilon", "-1"], "Invalid value for '--epsilon'"),
+    (["--delta", "1.5"], "Invalid value for '--delta'"),
+])
+def test_out_of_range_options_are_usage_errors(cli, one_line_error, tables, tmp_path, extra,
+                                               fragment):
+    """The base's ranged option types refuse these at parse time (exit 2), before any work."""
+    train, _ = tables
+    out = tmp_path / "m.safetensors"
+    base = ["--label", "y", "--sensitive", "sex", "--batch-size", "300", "-q"]
+    p = cli(TOOL, "train", train, *base, *extra, "-o", out)
+    one_line_error(p, f"{TOOL} train", fragment, code=2)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("extra, fragment", [
     (["--sigma", "0.3", "--laplace-b", "5", "--epsilon", "0.01"], "allows zero steps"),
     (["--sigma", "1", "--steps", "5000", "--epsilon", "0.5"], "refusing to run past the budget"),
     (["--sensitive", "nope"], "no sensitive column"),
