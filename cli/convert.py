@@ -99,6 +99,14 @@ def command(run, input, out, from_, to, tensor):
         arrays = tables.read_npz(data, name)
     else:
         artifact = decode(data, name, framework="np")
+        if (artifact.kind == "table" and kind_out == "csv" and tensor is None
+                and len(artifact.tensors) > 1
+                and all(getattr(v, "ndim", 0) == 1 for v in artifact.tensors.values())):
+            # a table of named 1-D columns (formats/table.py, e.g. estimate-copula sample) -> one CSV
+            from cortexkit.formats.table import from_artifact, to_csv
+
+            write_bytes(out, to_csv(from_artifact(artifact)), binary=False)
+            return
         arrays = artifact.tensors
         columns = artifact.meta_json("cortexkit.columns")
         if not arrays:

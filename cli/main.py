@@ -20,7 +20,10 @@ COMMANDS = {
     "simulate-npe": "cortexkit.cli.simulate_npe:group",
     "dp-fairness-train": "cortexkit.cli.dp_fairness_train:group",
     "sample-permutations": "cortexkit.cli.sample_permutations:group",
+    "estimate-copula": "cortexkit.cli.estimate_copula:group",
+    "train-pcn": "cortexkit.cli.train_pcn:group",
     "tokenize-eeg": "cortexkit.cli.tokenize_eeg:group",
+    "fit-avatar": "cortexkit.cli.fit_avatar:group",
 }
 
 

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The reduced CPU protocol actually run for benchmarks/RESULTS.md (shared, heavily loaded 2-core
+# machine): seed 0 only, width 256 x 4 blocks, Adam 5e-4, batch 512, training time-boxed.
+set -u
+B=benchmarks/estimate_copula/bench.py
+R=benchmarks/estimate_copula/results
+export OMP_NUM_THREADS=1
+case "${1:-a}" in
+a)
+  python $B run --dataset magic --models reflection --reflection-seconds 240 --timeout 900 --out $R/magic_reflection.yaml
+  for d in clayton2 student8 gumbel5; do
+    python $B run --dataset $d --models gaussian,cdc --hidden 128 --depth 2 --lr 1e-3 --cdc-seconds 150 --timeout 900 --out $R/$d.yaml
+  done
+  python $B run --dataset mixture2 --models gaussian,vine,cdc --hidden 128 --depth 2 --lr 1e-3 --cdc-seconds 150 --timeout 900 --out $R/mixture2.yaml
+  ;;
+b)
+  python $B run --dataset drybean13 --models gaussian,vine,cdc --cdc-seconds 240 --is-draws 200000 --timeout 1200 --out $R/drybean13.yaml
+  python $B run --dataset drybean16 --models gaussian,vine,cdc-guided --cdc-seconds 240 --is-draws 200000 --timeout 1200 --out $R/drybean16.yaml
+  python $B run --dataset digits --models gaussian,vine,cdc,reflection --cdc-seconds 240 --reflection-seconds 120 --is-draws 200000 --timeout 1200 --out $R/digits.yaml
+  ;;
+esac

@@ -1,0 +1,129 @@
+"""train-pcn benchmark: BP, BP + WN, PC, iPC, Meta-PCN, Meta-PCN without WN on the same arrays,
+the same seeds and the same subsets, in one run; writes YAML.
+
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/train_pcn/bench.py mnist \
+        --depths 3,5,8,12,16 --epochs 2 --seeds 0 -o benchmarks/train_pcn/mnist.yaml
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/train_pcn/bench.py cifar \
+        --archs vgg5,vgg7,vgg9 --width-scale 0.125 --train-limit 5000 --epochs 2 --seeds 0 \
+        -o benchmarks/train_pcn/cifar.yaml
+
+Every method uses AdamW (lr 1e-3, PCX warmup-cosine), batch 128 and the same T inference steps
+(max(8, L - 1), so Meta-PCN's Jacobi steps reach the bottom layer); PC and iPC use eta_x = 0.1,
+Meta-PCN eta_x = 1 (SGD states, no momentum). Imbalance = log10(max/min) over hidden layers of
+the mean error energy at the end of each method's own inference, on 1,000 test images after
+training (backprop's own errors for BP).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import yaml
+
+from cortexkit.formats.images import read_images
+from cortexkit.tools.pcn import api
+from cortexkit.tools.pcn.inference import InferenceConfig
+from cortexkit.tools.pcn.network import NetworkSpec
+from cortexkit.tools.pcn.train import TrainConfig
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "pcn"
+METHODS = {  # name: (method, weight_norm)
+    "BP": ("bp", False), "BP+WN": ("bp", True), "PC": ("pc", False), "iPC": ("ipc", False),
+    "Meta-PCN": ("meta-pcn", True), "Meta-PCN w/o WN": ("meta-pcn", False),
+}
+
+
+def subset(images, labels, limit, seed=1234):
+    if limit is None or limit >= len(labels):
+        return images, labels
+    order = np.random.default_rng(seed).permutation(len(labels))[:limit]
+    return images[order], labels[order]
+
+
+def run_one(name, spec, train, test, epochs, seed, steps, augment, normalize):
+    method, wn = METHODS[name]
+    eta = 1.0 if method == "meta-pcn" else 0.1
+    cfg = TrainConfig(method=method, epochs=epochs, batch_size=128, lr=1e-3, weight_norm=wn,
+                      augment=augment, inference=InferenceConfig(steps=steps, state_lr=eta))
+    start = time.perf_counter()
+    model, result = api.fit(train[0], train[1], spec, cfg, normalize=normalize, test=test,
+                            seed=seed)
+    wall = time.perf_counter() - start
+    probe = api.evaluate_model(model, test[0][:1000], test[1][:1000])
+    hist = result.history
+    return {"method": name, "seed": seed, "steps": steps if method != "bp" else 0,
+            "final_top1": round(100 * hist[-1].test_top1, 2),
+            "best_top1": round(100 * max(h.test_top1 for h in hist), 2),
+            "s_per_epoch": round(float(np.mean([h.seconds for h in hist])), 2),
+            "wall_s": round(wall, 1),
+            "imbalance_log10": None if probe["imbalance_log10"] is None
+            else round(float(probe["imbalance_log10"]), 2),
+            "layer_energy": [float(f"{e:.3g}") for e in probe["layer_energy"]],
+            "train_imbalance_log10": None if hist[-1].imbalance is None
+            else round(float(hist[-1].imbalance), 2)}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("suite", choices=["mnist", "cifar"])
+    p.add_argument("--depths", default="3,5,8,12,16")
+    p.add_argument("--archs", default="vgg5,vgg7,vgg9")
+    p.add_argument("--width-scale", type=float, default=0.125)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--seeds", default="0")
+    p.add_argument("--methods", default=",".join(METHODS))
+    p.add_argument("--train-limit", type=int, default=None)
+    p.add_argument("--test-limit", type=int, default=None)
+    p.add_argument("--ipc-max-depth", type=int, default=99,
+                   help="skip iPC (T weight steps per batch) above this depth, to fit the time")
+    p.add_argument("-o", "--output", default="-")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    file = DATA / ("mnist_png_train10k_test10k.safetensors" if args.suite == "mnist"
+                   else "cifar10_jpg_train10k_test2k.safetensors")
+    tr, te = read_images(file, "train"), read_images(file, "test")
+    train = subset(tr.images, tr.labels, args.train_limit)
+    test = subset(te.images, te.labels, args.test_limit)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    methods = args.methods.split(",")
+    if args.suite == "mnist":
+        configs = [(f"MLP L={d}", NetworkSpec("mlp", (1, 28, 28), 10, width=128, depth=d), d)
+                   for d in map(int, args.depths.split(","))]
+        augment, normalize = False, "mnist"
+    else:
+        configs = []
+        for arch in args.archs.split(","):
+            spec = NetworkSpec(arch, (3, 32, 32), 10, width_scale=args.width_scale)
+            from cortexkit.tools.pcn.network import Network
+            configs.append((f"{arch} x{args.width_scale:g}", spec, len(Network(spec).blocks)))
+        augment, normalize = True, "cifar10"
+    out = {"suite": args.suite, "data": file.name, "train_examples": int(len(train[1])),
+           "test_examples": int(len(test[1])), "epochs": args.epochs, "seeds": seeds,
+           "torch_threads": torch.get_num_threads(), "runs": []}
+    for label, spec, depth in configs:
+        steps = max(8, depth - 1)
+        for name in methods:
+            if name == "iPC" and depth > args.ipc_max_depth:
+                continue
+            for seed in seeds:
+                row = {"config": label, "L": depth,
+                       **run_one(name, spec, train, test, args.epochs, seed, steps, augment,
+                                 normalize)}
+                out["runs"].append(row)
+                print(yaml.safe_dump([row], sort_keys=False, width=200).strip(), file=sys.stderr,
+                      flush=True)
+                text = yaml.safe_dump(out, sort_keys=False, width=200)
+                if args.output == "-":
+                    continue
+                Path(args.output).write_text(text)
+    if args.output == "-":
+        print(yaml.safe_dump(out, sort_keys=False, width=200))
+
+
+if __name__ == "__main__":
+    main()

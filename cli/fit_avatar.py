@@ -1,0 +1,440 @@
+"""cortexkit fit-avatar: BigMaQ subject avatars and per-frame joint rotations from calibrated cameras."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import click
+
+from cortexkit.cli.base import require_matplotlib, tool_group, verb
+from cortexkit.formats.errors import CortexError
+
+group = tool_group(
+    "fit-avatar",
+    help="BigMaQ: fit a skinned template to one subject, then track per-frame joint rotations "
+         "from calibrated cameras (triangulate, shape, track, export, synth, evaluate).")
+
+UNITS = click.Choice(["mm", "cm", "m"])
+
+MAN = {
+    "DESCRIPTION": """
+Avatar fitting after Martini et al., "BigMaQ: A Big Macaque Motion and Animation Dataset Bridging
+Image and 3D Pose Representations" (ICLR 2026), for any rigged template (glTF 2.0 skin), any
+camera rig (Anipose calibration.toml) and 2D detections (SLEAP analysis .h5, DeepLabCut .h5/.csv).
+
+Forward model: linear blend skinning with axis-angle rotations of the free joints (in each joint's
+rest frame), a global rotation and translation, and a subject shape made of a global scale,
+bone-scale groups (left and right bones share one) and rest-space vertex offsets shared between
+mirror vertices (x negated; vertices of joints matched by --exclude-offsets get none). Joint
+frames move by s b_i (J_i - J_parent); the mesh is skinned relative to the rest joints s J_i.
+
+Objective: confidence-weighted mean 2D keypoint distance in every camera (OpenCV pinhole with
+distortion, in crop pixels), a soft-silhouette error against masks (our differentiable soft
+rasteriser, alpha = 1 - prod_f (1 - sigmoid(-d_f / sigma))) switched on per camera only while
+its keypoints fit within --gate crop pixels, box joint limits on the axis-angle components,
+bone-scale bands [0.85, 1/0.85], Laplacian and edge smoothness of the offsets, and a temporal term
+on joint angular velocities (x100 on hands and feet) and translation.
+
+Stages (Adam): shape fits the subject avatar over keyframes (Procrustes init from triangulated
+keypoints, then global, pose, bones, mesh offsets with silhouettes); track freezes the avatar
+and fits pose, global rotation and translation per frame over overlapping windows, warm-started
+from the previous window, on --cameras N cameras per frame chosen by detection count (BigMaQ's
+waterfall rule). triangulate is the baseline: confidence-weighted DLT with outlier rejection
+(greedy worst-view removal, then an exhaustive two-view search for hard points); points seen by
+fewer than 2 cameras are reported (NaN, views < 2), never fatal.
+
+Units: the calibration's unit is stated with --units (Anipose files do not say); the template's
+with --template-units (glTF means metres, many assets are in cm). Everything inside is mm; a
+template whose Procrustes scale to the triangulated subject is outside [0.2, 5] is rejected as a
+unit mistake. export writes metres.
+
+Per-vertex colour from images (BigMaQ's texture stage) is not implemented.
+""",
+    "EXAMPLES": """
+The synthetic protocol: the Fox walking in front of 16 virtual cameras, a hidden individual,
+2 px noise, 20 % dropout, 3 % outliers; triangulate, fit, track, evaluate:
+
+    cortexkit fit-avatar synth Fox.glb --template-units cm --clip Walk --rig ring:16 -o views.st
+    cortexkit fit-avatar triangulate views.st -o points.st
+    cortexkit fit-avatar evaluate views.st --points points.st
+    cortexkit fit-avatar shape Fox.glb views.st --template-units cm --n-keyframes 6 -o avatar.st
+    cortexkit fit-avatar track avatar.st views.st --cameras 6 --plot overlay.png -o poses.st
+    cortexkit fit-avatar evaluate views.st --avatar avatar.st --poses poses.st
+
+Blender opens the fitted avatar with its animation clip:
+
+    cortexkit fit-avatar export avatar.st poses.st -o fitted.glb --obj-dir frames/
+
+Real data: SLEAP files of three cameras named in an Anipose calibration (mm), 3D points as CSV:
+
+    cortexkit fit-avatar triangulate --calibration calibration.toml --units mm \\
+        back.analysis.h5 mid.analysis.h5 top.analysis.h5 | cortexkit convert - points.csv
+""",
+    "FILES": """
+- avatar-views :: cameras.K (C,3,3), cameras.dist (C,8) k1 k2 p1 p2 k3 k4 k5 k6,
+cameras.rvec (C,3) Rodrigues world->camera, cameras.tvec (C,3) mm, cameras.size (C,2) w h;
+keypoints (F,C,K,2) float32 pixels (NaN = undetected), confidence (F,C,K); optional crops
+(F,C,3) x0 y0 scale (crop pixels per image pixel) and masks (F,C,S,S) uint8 coverage x255;
+synth adds truth.keypoints (F,K,3), truth.joints (F,J,3), truth.vertices (F,V,3),
+truth.rotations (F,J,3), truth.global_rot (F,3), truth.global_t (F,3), truth.scale (1),
+truth.bone_scales (G), truth.offsets (P,3), truth.clean2d (F,C,K,2). Metadata: camera and
+keypoint names, fps.
+- avatar :: template.* (vertices (V,3) mm, faces (F,3), weights (V,J), parents (J), joints
+(J,3), frames (J,3,3), free (J), limits (J,2,3), bone_group (J), offset_index (V),
+offset_mirror (V,3), keypoints_joint (K,J), keypoints_vertex (K,V), extremity (J), edges
+(E,2)); shape.scale (1), shape.bone_scales (G), shape.offsets (P,3) mm. Metadata: joint, group
+and keypoint names.
+- avatar-poses :: rotations (F,J,3) axis-angle, global_rot (F,3), global_t (F,3) mm,
+keypoint_error (F) crop px, silhouette_error (F), cameras_used (F,C) uint8. Metadata:
+seconds_per_frame, joint names, fps.
+- table (triangulate) :: frame, then per keypoint NAME_x NAME_y NAME_z (mm, NaN when fewer than
+2 views), NAME_error (mean inlier reprojection px), NAME_views (inlier views).
+""",
+    "REFERENCE": """
+Martini, Lappe, Bognar, Vogels, Giese. BigMaQ: A Big Macaque Motion and Animation Dataset
+Bridging Image and 3D Pose Representations. ICLR 2026. arXiv:2602.19874.
+""",
+    "SEE ALSO": "cortexkit(1), cortexkit-convert(1), cortexkit-inspect(1)",
+}
+
+
+def _yaml(path):
+    if path is None:
+        return None
+    import yaml
+
+    try:
+        with open(path) as handle:
+            return yaml.safe_load(handle) or {}
+    except OSError as exc:
+        raise CortexError(f"{path}: {exc.strerror}") from None
+
+
+def _template(run, source: str, units: str, keypoints, limits, exclude):
+    """A glTF skin or an avatar artifact -> (Template, Shape or None, clips)."""
+    from cortexkit.formats.calibration import unit_factor
+
+    if source.lower().endswith((".glb", ".gltf")):
+        from cortexkit.formats.gltf import read_gltf
+        from cortexkit.tools.avatar.model import template_from_mesh
+
+        mesh = read_gltf(source)
+        factor = unit_factor(units, "--template-units")
+        tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
+                                 mesh.rest_world, unit_mm=factor, keypoints=_yaml(keypoints),
+                                 limits=_yaml(limits), exclude_offsets=exclude)
+        return tpl, None, mesh.animations, factor
+    from cortexkit.tools.avatar.io import AVATAR, avatar_from_artifact
+
+    tpl, shape, _ = avatar_from_artifact(run.read_artifact(source, AVATAR))
+    return tpl, shape, {}, 1.0
+
+
+def _camera_of(path: str, names: list[str]) -> str:
+    base = os.path.basename(path)
+    hits = [n for n in names if re.search(rf"(^|[^A-Za-z0-9]){re.escape(n)}([^A-Za-z0-9]|$)", base)]
+    if not hits:
+        raise CortexError(f"{path}: no camera of the calibration ({', '.join(names)}) is named in the "
+                          "file name; give --camera-names")
+    return max(hits, key=len)
+
+
+def _views(run, inputs, calibration, units, camera_names):
+    """One avatar-views artifact, or per-camera 2D files + an Anipose calibration -> views dict."""
+    import numpy as np
+    import torch
+
+    from cortexkit.tools.avatar.io import VIEWS, cameras_from_arrays, views_from_artifact
+
+    if not inputs:
+        raise CortexError("no input: give an avatar-views artifact or 2D keypoint files with --calibration")
+    if calibration is None:
+        if len(inputs) != 1:
+            raise CortexError("several 2D files need --calibration calibration.toml")
+        views = views_from_artifact(run.read_artifact(inputs[0], VIEWS))
+    else:
+        from cortexkit.formats.calibration import read_calibration
+        from cortexkit.formats.keypoints2d import read_keypoints
+
+        cal = read_calibration(calibration, units)
+        names = camera_names.split(",") if camera_names else [_camera_of(p, cal["names"]) for p in inputs]
+        if len(names) != len(inputs):
+            raise CortexError(f"--camera-names gives {len(names)} names for {len(inputs)} files")
+        missing = [n for n in names if n not in cal["names"]]
+        if missing:
+            raise CortexError(f"camera(s) {', '.join(missing)} not in {calibration} "
+                              f"(it has {', '.join(cal['names'])})")
+        index = [cal["names"].index(n) for n in names]
+        cams = cameras_from_arrays({k: (v if k == "names" else v[index]) for k, v in cal.items()}
+                                   | {"names": names})
+        read = [read_keypoints(p) for p in inputs]
+        kp_names = read[0][0]
+        for p, (n, _, _) in zip(inputs, read):
+            if n != kp_names:
+                raise CortexError(f"{p}: keypoint names {n} differ from {inputs[0]}'s {kp_names}")
+        frames = min(len(xy) for _, xy, _ in read)
+        views = {"cameras": cams, "keypoint_names": kp_names, "crops": None, "masks": None, "truth": {},
+                 "keypoints": torch.as_tensor(np.stack([xy[:frames] for _, xy, _ in read], 1), dtype=torch.float32),
+                 "confidence": torch.as_tensor(np.stack([s[:frames] for _, _, s in read], 1), dtype=torch.float32),
+                 "fps": 30.0}
+    from cortexkit.tools.avatar.checks import check_views
+
+    for warning in check_views(views["keypoints"], views["confidence"], views["cameras"].names):
+        run.warn(warning)
+    return views
+
+
+def _observations(views, template):
+    from cortexkit.tools.avatar.fit import Observations
+
+    unknown = [n for n in views["keypoint_names"] if n not in template.keypoint_names]
+    if unknown:
+        raise CortexError(f"keypoint name(s) {', '.join(unknown)} are not in the template's keypoint map "
+                          f"({', '.join(template.keypoint_names)}); give --keypoints MAP.yaml")
+    return template.select_keypoints(views["keypoint_names"]), Observations(
+        views["cameras"], views["keypoints"], views["confidence"], views["keypoint_names"],
+        views["masks"], views["crops"])
+
+
+def _fit_config(**kw):
+    from cortexkit.tools.avatar.fit import FitConfig
+
+    return FitConfig(**{k: v for k, v in kw.items() if v is not None})
+
+
+template_units = click.option("--template-units", type=UNITS, default="m", show_default=True,
+                              help="Length unit of the glTF template (glTF means m; many assets are cm).")
+calibration_opts = [
+    click.option("--calibration", type=click.Path(dir_okay=False), default=None,
+                 help="Anipose calibration.toml, when the inputs are per-camera 2D files."),
+    click.option("--units", type=UNITS, default="mm", show_default=True, help="Length unit of the calibration."),
+    click.option("--camera-names", default=None, help="Camera of each 2D file, comma-separated "
+                 "(default: the calibration name found in each file name)."),
+]
+
+
+def _with(options):
+    def deco(f):
+        for o in reversed(options):
+            f = o(f)
+        return f
+    return deco
+
+
+@verb(group, "synth", output="artifact", torch_options=True, advanced=("bone_sd", "offset_size", "radius"))
+@click.argument("template")
+@template_units
+@click.option("--clip", default=None, help="Animation clip of the glTF (default: random poses).")
+@click.option("--frames", type=click.IntRange(min=1), default=None, help="Keep at most this many frames.")
+@click.option("--rig", default="ring:16", show_default=True, help="ring:N virtual cameras, or a calibration.toml.")
+@click.option("--units", type=UNITS, default="mm", show_default=True, help="Length unit of a --rig calibration.")
+@click.option("--noise", type=click.FloatRange(min=0), default=2.0, show_default=True, help="2D noise sd (px).")
+@click.option("--dropout", type=click.FloatRange(0, 1), default=0.2, show_default=True, help="Fraction of detections removed.")
+@click.option("--outliers", type=click.FloatRange(0, 1), default=0.03, show_default=True, help="Fraction moved 20-80 px.")
+@click.option("--crop", type=click.IntRange(min=8), default=64, show_default=True, help="Mask crop size (px).")
+@click.option("--masks/--no-masks", default=True, show_default=True, help="Render silhouettes.")
+@click.option("--bone-sd", type=click.FloatRange(min=0), default=0.08, show_default=True, help="Hidden bone-scale log sd.")
+@click.option("--offset-size", type=click.FloatRange(min=0), default=0.03, show_default=True,
+              help="Hidden offsets, fraction of body length.")
+@click.option("--radius", type=click.FloatRange(min=0, min_open=True), default=2.2, show_default=True,
+              help="Virtual ring radius, body lengths.")
+@click.option("--keypoints", type=click.Path(dir_okay=False), default=None, help="Keypoint map YAML.")
+def synth(run, template, template_units, clip, frames, rig, units, noise, dropout, outliers, crop, masks,
+          bone_sd, offset_size, radius, keypoints):
+    """Synthetic views of a hidden individual: 2D keypoints with noise, dropout, outliers, masks, truth."""
+    from cortexkit.tools.avatar.io import VIEWS, views_to_tensors
+    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+
+    tpl, _, clips, factor = _template(run, template, template_units, keypoints, None, None)
+    if clip is not None and clip not in clips:
+        raise CortexError(f"--clip {clip}: {template} has clips {', '.join(clips) or 'none'}")
+    rig_cal = None
+    if not rig.startswith("ring:"):
+        from cortexkit.formats.calibration import read_calibration
+
+        rig_cal = read_calibration(rig, units)
+    config = SynthConfig(noise=noise, dropout=dropout, outliers=outliers, bone_sd=bone_sd,
+                         offset_size=offset_size, crop=crop, masks=masks, seed=run.seed)
+    cams, syn = make_views(tpl, clips[clip]["world"] if clip else None, factor, rig, rig_cal, config,
+                           frames=frames, radius=radius)
+    tensors, meta = views_to_tensors(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, crops=syn.crops,
+                                     masks=syn.masks, truth={**syn.truth, "clean2d": syn.clean})
+    run.write_artifact(tensors, VIEWS, metadata=meta)
+
+
+@verb(group, "triangulate", output="artifact", advanced=("max_pairs",))
+@click.argument("inputs", nargs=-1)
+@_with(calibration_opts)
+@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
+              help="Inlier reprojection error (px).")
+@click.option("--max-pairs", type=click.IntRange(min=1), default=120, show_default=True,
+              help="Camera pairs tried per hard point.")
+def triangulate(run, inputs, calibration, units, camera_names, threshold, max_pairs):
+    """Robust confidence-weighted DLT: 2D keypoints of calibrated cameras -> 3D table (mm)."""
+    from cortexkit.formats.table import write_table
+    from cortexkit.tools.avatar.triangulate import TriangulationConfig, points_table
+
+    views = _views(run, inputs, calibration, units, camera_names)
+    columns = points_table(views["cameras"], views["keypoints"].double().numpy(), views["confidence"].numpy(),
+                           views["keypoint_names"], TriangulationConfig(threshold=threshold, max_pairs=max_pairs))
+    from cortexkit.formats.table import Table, to_csv
+
+    if str(run.output).lower().endswith(".csv"):  # a CSV for spreadsheets and pandas
+        from cortexkit.formats.stdio import write_bytes
+
+        write_bytes(run.output, to_csv(Table(columns)))
+    else:
+        write_table(run.output, Table(columns), producer=run.producer, config=run.config)
+
+
+fit_opts = [
+    click.option("--keypoints", type=click.Path(dir_okay=False), default=None,
+                 help="Keypoint map YAML (name: joint, or name: {vertices, weights})."),
+    click.option("--limits", type=click.Path(dir_okay=False), default=None,
+                 help="Joint limits YAML (joint: [[lo x,y,z],[hi x,y,z]] radians)."),
+    click.option("--exclude-offsets", default=None, help="Regex of joints whose vertices get no offset (e.g. hand)."),
+    click.option("--silhouettes/--no-silhouettes", default=True, show_default=True, help="Use masks when present."),
+    click.option("--gate", type=click.FloatRange(min=0), default=2.0, show_default=True,
+                 help="Silhouettes count once keypoints fit within this many crop px."),
+    click.option("--silhouette-weight", type=click.FloatRange(min=0), default=50.0, show_default=True,
+                 help="Weight of the silhouette term."),
+    click.option("--temporal-weight", type=click.FloatRange(min=0), default=1.0, show_default=True,
+                 help="Weight of the temporal term."),
+    click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=0.03, show_default=True, help="Adam step."),
+]
+FIT_ADVANCED = ("limits", "exclude_offsets", "gate", "silhouette_weight", "temporal_weight", "lr")
+
+
+@verb(group, "shape", output="artifact", torch_options=True, advanced=FIT_ADVANCED + ("steps",))
+@click.argument("template")
+@click.argument("inputs", nargs=-1)
+@template_units
+@_with(calibration_opts)
+@click.option("--n-keyframes", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Keyframes spread evenly over the sequence.")
+@click.option("--keyframes", default=None, help="Explicit keyframe indices, comma-separated.")
+@click.option("--steps", default="100,150,150,60", show_default=True, help="Adam steps: global,pose,bones,mesh.")
+@_with(fit_opts)
+def shape(run, template, inputs, template_units, calibration, units, camera_names, n_keyframes, keyframes,
+          steps, keypoints, limits, exclude_offsets, silhouettes, gate, silhouette_weight, temporal_weight, lr):
+    """Subject avatar over keyframes: template + views -> avatar (scale, bone scales, offsets)."""
+    from cortexkit.tools.avatar.fit import fit_avatar_shape
+    from cortexkit.tools.avatar.io import AVATAR, avatar_to_tensors
+
+    tpl, _, _, _ = _template(run, template, template_units, keypoints, limits, exclude_offsets)
+    views = _views(run, inputs, calibration, units, camera_names)
+    tpl, obs = _observations(views, tpl)
+    try:
+        stage_steps = tuple(int(s) for s in steps.split(","))
+        assert len(stage_steps) == 4 and min(stage_steps) >= 0
+    except (ValueError, AssertionError):
+        raise CortexError(f"--steps {steps}: expected 4 non-negative integers (global,pose,bones,mesh)") from None
+    picked = [int(k) for k in keyframes.split(",")] if keyframes else None
+    config = _fit_config(silhouettes=silhouettes, gate=gate, silhouette_weight=silhouette_weight,
+                         temporal_weight=temporal_weight, lr=lr, shape_steps=stage_steps)
+    result = fit_avatar_shape(tpl, obs, config, n_keyframes, picked, log=run.info)
+    tensors, meta = avatar_to_tensors(tpl, result.shape)
+    run.write_artifact(tensors, AVATAR, metadata=meta)
+
+
+@verb(group, "track", output="artifact", torch_options=True,
+      advanced=FIT_ADVANCED[2:] + ("window", "overlap", "steps"))
+@click.argument("avatar")
+@click.argument("inputs", nargs=-1)
+@_with(calibration_opts)
+@click.option("--cameras", type=click.IntRange(min=0), default=6, show_default=True,
+              help="Cameras per frame, by detection count (0 = all).")
+@click.option("--steps", type=click.IntRange(min=1), default=120, show_default=True, help="Adam steps per window.")
+@click.option("--window", type=click.IntRange(min=1), default=20, show_default=True, help="Frames per window.")
+@click.option("--overlap", type=click.IntRange(min=0), default=5, show_default=True, help="Frames shared by windows.")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, help="Multi-view overlay PNG of the middle frame.")
+@_with(fit_opts[3:])
+def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps, window, overlap, plot,
+          silhouettes, gate, silhouette_weight, temporal_weight, lr):
+    """Per-frame pose with the avatar frozen: avatar + views -> avatar-poses."""
+    import time
+
+    from cortexkit.tools.avatar.fit import track_sequence
+    from cortexkit.tools.avatar.io import POSES, avatar_from_artifact, poses_to_tensors
+
+    if plot:
+        require_matplotlib()
+    if overlap >= window:
+        raise CortexError(f"--overlap {overlap} must be smaller than --window {window}")
+    tpl, shp, _ = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
+    views = _views(run, inputs, calibration, units, camera_names)
+    tpl, obs = _observations(views, tpl)
+    config = _fit_config(silhouettes=silhouettes, gate=gate, silhouette_weight=silhouette_weight,
+                         temporal_weight=temporal_weight, lr=lr, track_steps=steps, window=window,
+                         overlap=overlap, cameras=cameras)
+    start = time.perf_counter()
+    with run.progress(total=len(obs.keypoints), desc="track", unit="frame") as bar:
+        result = track_sequence(tpl, shp, obs, config, progress=bar.update)
+    per_frame = (time.perf_counter() - start) / len(obs.keypoints)
+    run.info(f"tracked {len(obs.keypoints)} frames, {per_frame:.3f} s/frame, keypoint error "
+             f"{float(result.keypoint_error.mean()):.3f} crop px")
+    if plot:
+        from cortexkit.tools.avatar.plot import overlay
+
+        overlay(plot, tpl, shp, result.pose, obs)
+    tensors, meta = poses_to_tensors(result.pose, result.keypoint_error, result.silhouette_error,
+                                     result.cameras_used, per_frame, tpl.joint_names, views["fps"])
+    run.write_artifact(tensors, POSES, metadata=meta)
+
+
+@verb(group, "export", output=None)
+@click.argument("avatar")
+@click.argument("poses")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="The .glb or .gltf to write.")
+@click.option("--obj-dir", type=click.Path(file_okay=False), default=None, help="Also write one OBJ per frame here.")
+def export(run, avatar, poses, obj_dir):
+    """Fitted avatar + poses -> glTF 2.0 skin with the fitted rest shape and an animation clip."""
+    from cortexkit.formats.gltf import write_gltf, write_obj
+    from cortexkit.formats.stdio import write_bytes
+    from cortexkit.tools.avatar.export import gltf_arrays, posed_meshes
+    from cortexkit.tools.avatar.io import POSES, avatar_from_artifact, poses_from_artifact
+
+    output = run.output
+    if not output.lower().endswith((".glb", ".gltf")):
+        raise CortexError(f"-o {output}: the export is glTF; name it .glb or .gltf")
+    tpl, shp, _ = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
+    art = run.read_artifact(poses, POSES)
+    pose = poses_from_artifact(art)
+    if pose.rotations.shape[1] != tpl.n_joints:
+        raise CortexError(f"{poses}: poses of {pose.rotations.shape[1]} joints, the avatar has {tpl.n_joints}")
+    data = write_gltf(output, **gltf_arrays(tpl, shp, pose, float(art.meta_json("cortexkit.fps", 30.0))))
+    if obj_dir:
+        os.makedirs(obj_dir, exist_ok=True)
+        for f, verts in enumerate(posed_meshes(tpl, shp, pose)):
+            write_bytes(os.path.join(obj_dir, f"frame{f:05d}.obj"), write_obj(verts * 1e-3, tpl.faces.numpy()))
+    write_bytes(output, data)
+
+
+@verb(group, "evaluate", output="report")
+@click.argument("views")
+@click.option("--points", default=None, help="A triangulate table to score.")
+@click.option("--avatar", default=None, help="A fitted avatar (with --poses).")
+@click.option("--poses", default=None, help="Tracked poses (with --avatar).")
+def evaluate(run, views, points, avatar, poses):
+    """Metrics against a synth views artifact's truth (MPJPE, PA-MPJPE, coverage, vertices, angles, IoU)."""
+    from cortexkit.tools.avatar.io import POSES, VIEWS, avatar_from_artifact, poses_from_artifact, views_from_artifact
+    from cortexkit.tools.avatar.metrics import evaluate_all
+
+    v = views_from_artifact(run.read_artifact(views, VIEWS))
+    if not v["truth"]:
+        raise CortexError(f"{views}: no truth.* tensors (evaluate needs a 'fit-avatar synth' views artifact)")
+    if points is None and (avatar is None or poses is None):
+        raise CortexError("give --points TABLE, or --avatar and --poses")
+    table = None
+    if points is not None:
+        from cortexkit.formats.table import read_table
+
+        table = read_table(points)
+    fitted = None
+    if avatar is not None and poses is not None:
+        tpl, shp, _ = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
+        art = run.read_artifact(poses, POSES)
+        fitted = (tpl, shp, poses_from_artifact(art), float(art.meta_json("cortexkit.seconds_per_frame", 0.0)))
+    run.write_report(evaluate_all(v, table, fitted))

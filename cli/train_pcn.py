@@ -1,0 +1,364 @@
+"""cortexkit train-pcn: deep predictive coding networks that stay trainable with depth (Meta-PCN)."""
+
+from __future__ import annotations
+
+import click
+
+from cortexkit.cli.base import require_matplotlib, tool_group, verb
+
+KIND_MODEL = "pcn-model"
+MODEL_VERSION = 1
+
+group = tool_group(
+    "train-pcn",
+    help="Meta-PCN (ICLR 2026): deep predictive coding networks with meta-prediction errors, "
+         "and the baselines PC, iPC and backprop (+ weight normalisation).",
+)
+
+MAN = {
+    "DESCRIPTION": """
+Train image classifiers with predictive coding. The network is a stack of blocks f_l (a Linear or
+Conv2d layer, an activation, a max-pool in VGG blocks) with a linear output block and cross-entropy
+(or squared error, --loss se) at the output. Methods (--method):
+
+bp: backpropagation on the same network. pc: the predictive coding network (PCN): energy
+F = sum_l 1/2 ||z_l - f_l(z_{l-1})||^2 + CE(y, u_L), latents initialised by a forward pass, T
+inference steps (--steps) of SGD with momentum (--state-lr, --state-momentum) on the latents, then
+one local weight step at the equilibrium. ipc: incremental PC, the weights step at every inference
+step. meta-pcn (Ha et al., ICLR 2026): after the forward pass the predictions c_l and the slopes are
+frozen; error variables d_l = z_l - c_l start at 0 except the top one (y - softmax(u_L)) and
+minimise the meta-prediction-error energy J = 1/2 sum_l ||d_l - g_l(d_{l+1})||^2, where g_l is block
+l+1's vector-Jacobian product at the frozen forward point and the target is held fixed within a
+step. --schedule jacobi updates every layer from the step's values with one batched VJP;
+--schedule sweep goes top-down, each layer using the freshly updated layer above. The weight update
+is the post-synaptic inferred error times the pre-synaptic forward activity. d_l is stored itself
+(z = c + d would lose small errors in float32).
+
+With forward-initialised errors, Jacobi steps and SGD states, Meta-PCN's weight gradient of layer l
+is exactly backprop's times P(Binomial(T, eta_x) >= L - l); eta_x = 1 and T >= L - 1 give
+backprop's gradients (the tests check this in float64). Information moves one layer per Jacobi
+step, so train warns when T * eta_x is small for the depth.
+
+Weight normalisation (--weight-norm, on by default for meta-pcn, available to every method: BP +
+WN is the baseline that matters) sets W <- gain W / ((sqrt(m) + sqrt(n)) std(W)) after every
+weight step and at initialisation, m = fan-out, n = fan-in (a convolution's fan-in includes the
+kernel area), biases untouched, so the random-matrix estimate of ||W||_2 equals --weight-norm-gain.
+--weight-clip C clamps the entries to [-C, C] afterwards (off by default). Weights are trained with
+AdamW under PCX's warmup-cosine schedule (lr rises to 1.1 lr over the first 10 % of steps, then a
+cosine to 0.1 lr).
+
+Architectures (--arch): mlp (--depth weight layers of --width units), vgg5 and vgg7 (the PCX
+benchmark definitions), vgg9, vgg11, vgg13 (same style; PCX has no such models); --width-scale
+multiplies every channel count. Test accuracy is always one forward pass.
+
+Data-parallel training: run train under torchrun (torchrun --nproc-per-node N $(command -v
+cortexkit) train-pcn train ...); every rank takes its share of each global batch, gradients are
+summed over ranks before each weight step (gloo on CPU, nccl on GPU) and only rank 0 writes. The
+result matches one process with the same global batch within float tolerance.
+
+Verbs: train (images -> pcn-model), evaluate (model + labelled images -> YAML: top-1, top-5, loss,
+per-layer error energies at the end of the model's own inference and their imbalance
+log10(max/min) over hidden layers), predict (model + images -> a table of logits and labels).
+""",
+    "EXAMPLES": """
+Meta-PCN on MNIST (10k/10k subset shipped with the project), with a per-epoch log and a plot:
+
+    cortexkit train-pcn train mnist.safetensors --split train --test mnist.safetensors \\
+        --arch mlp --depth 8 --steps 8 --state-lr 1 --epochs 3 --log log.yaml --plot pcn.png \\
+        -o meta.safetensors
+    cortexkit train-pcn evaluate meta.safetensors mnist.safetensors --split test
+
+The baselines on the same data: backprop with the same weight normalisation, and PC:
+
+    cortexkit train-pcn train mnist.safetensors --method bp --weight-norm -o bpwn.safetensors
+    cortexkit train-pcn train mnist.safetensors --method pc --steps 8 --state-lr 0.1 -o pc.safetensors
+
+A VGG-5 at quarter width on CIFAR-10 python batches, with augmentation:
+
+    cortexkit train-pcn train cifar-10-batches-py --arch vgg5 --width-scale 0.25 --augment \\
+        --normalize cifar10 --checkpoint last.safetensors -o vgg5.safetensors
+
+Predictions of an image folder (DIR/CLASS/*.png): a table artifact into another tool, or CSV:
+
+    cortexkit train-pcn predict meta.safetensors digits/ | cortexkit convert --tensor label - labels.csv
+    cortexkit train-pcn predict meta.safetensors digits/ -o predictions.csv
+
+Data-parallel on two CPU processes:
+
+    torchrun --nproc-per-node 2 $(command -v cortexkit) train-pcn train mnist.safetensors -o m.safetensors
+""",
+    "FILES": """
+- IMAGES :: a safetensors file (or -) with images (uint8, (N, C, H, W) or (N, H, W, C)) and labels
+(int64, (N,)), or per split SPLIT_x / SPLIT_y (--split; the project's data files hold train_x,
+train_y, test_x, test_y) and optional metadata classes (comma-separated names); an image folder
+DIR/CLASS/*.png|jpg (or DIR/SPLIT/CLASS/...; class index = sorted folder names); CIFAR-10/100
+python batches (the folder with data_batch_1..5 and test_batch, or train/test for CIFAR-100); MNIST
+IDX files (a folder with train-/t10k-images-idx3-ubyte[.gz] and the labels files, or the images
+file with its labels beside it). All images of one set have one size.
+- pcn-model artifact (kind pcn-model, version 1) :: tensors blocks.I.layer.weight (Linear (out,
+in) or Conv2d (out, in, 3, 3)) and blocks.I.layer.bias (out,), float32 (float64 with --dtype
+float64), I = 0..L-1 from the input. Metadata (JSON): pcn.network (arch, in_shape [C, H, W],
+classes, width, depth, width_scale, activation, class_names), pcn.method (method and the
+inference settings: steps, state_lr, momentum, schedule, loss), pcn.preprocess (per-channel mean
+and std applied to pixels / 255), pcn.history (one record per epoch), pcn.trace (per-layer mean
+error energy over the inference steps of one training batch at the end).
+- --log FILE :: YAML list, one record per epoch: epoch, train_loss, train_top1, test_top1,
+test_top5, seconds, lr, layer_energy (L values: mean 1/2 ||error_l||^2 at the end of inference,
+the last one the output error), imbalance (log10 max/min over hidden layers). Rewritten after every
+epoch.
+- --checkpoint FILE :: the pcn-model of the last finished epoch, rewritten after each; a run that
+diverges stops with an error naming the epoch and layer and leaves this file at the last good epoch.
+- predictions (table artifact) :: columns label (categorical: the predicted class, levels = class
+names) and logit_NAME (float32) per class; -o FILE.csv writes CSV instead.
+- evaluate report (YAML) :: examples, top1, top5, loss, layer_energy, imbalance_log10, method.
+""",
+    "SEE ALSO": "cortexkit(1), cortexkit-convert(1), cortexkit-inspect(1), torchrun(1)",
+    "REFERENCE": """
+M. Ha, S. Kim, J. Sung, Y. Jo, J. Kang, S. Lee. Stable and Scalable Deep Predictive Coding
+Networks with Meta-Prediction Errors. ICLR 2026. Baselines: J. Whittington, R. Bogacz, Neural
+Computation 2017 (PC); T. Salvatori et al., incremental PC (iPC), 2024; L. Pinchetti et al.,
+Benchmarking Predictive Coding Networks - Made Simple (PCX), ICLR 2025.
+""",
+}
+
+
+def _options(*decorators):
+    def apply(func):
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+    return apply
+
+
+positive = click.FloatRange(min=0, min_open=True)
+
+model_options = _options(
+    click.option("--arch", type=click.Choice(["mlp", "vgg5", "vgg7", "vgg9", "vgg11", "vgg13"]),
+                 default="mlp", show_default=True, help="Architecture."),
+    click.option("--depth", type=click.IntRange(min=1), default=4, show_default=True,
+                 help="MLP weight layers L."),
+    click.option("--width", type=click.IntRange(min=1), default=128, show_default=True,
+                 help="MLP hidden width."),
+    click.option("--width-scale", type=positive, default=1.0, show_default=True,
+                 help="VGG channel multiplier."),
+    click.option("--activation", type=click.Choice(["gelu", "relu", "tanh", "hardtanh",
+                                                    "leaky-relu", "identity"]),
+                 default="gelu", show_default=True, help="Hidden activation."),
+    click.option("--init", type=click.Choice(["default", "kaiming"]), default="default",
+                 show_default=True, help="Weight initialisation (torch default or Kaiming normal)."),
+    click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32",
+                 show_default=True, help="Parameter and state precision."),
+)
+
+method_options = _options(
+    click.option("--method", type=click.Choice(["meta-pcn", "pc", "ipc", "bp"]), default="meta-pcn",
+                 show_default=True, help="Learning rule."),
+    click.option("--weight-norm/--no-weight-norm", default=None,
+                 help="Weight normalisation after every step [default: on for meta-pcn only]."),
+    click.option("--weight-norm-gain", type=positive, default=1.0, show_default=True,
+                 help="Target (sqrt(m)+sqrt(n)) std(W) of every layer."),
+    click.option("--weight-clip", type=positive, default=None,
+                 help="Clamp weights to [-C, C] after normalisation (off by default)."),
+    click.option("--steps", type=click.IntRange(min=0), default=8, show_default=True,
+                 help="Inference steps T."),
+    click.option("--state-lr", type=positive, default=None,
+                 help="State rate eta_x [default: 1 for meta-pcn, 0.1 for pc/ipc]."),
+    click.option("--state-momentum", type=click.FloatRange(0, 1, max_open=True), default=0.0,
+                 show_default=True, help="SGD momentum on the states."),
+    click.option("--schedule", type=click.Choice(["jacobi", "sweep"]), default="jacobi",
+                 show_default=True, help="Meta-PCN update order."),
+    click.option("--loss", type=click.Choice(["ce", "se"]), default="ce", show_default=True,
+                 help="Output energy: cross-entropy or squared error."),
+)
+
+optim_options = _options(
+    click.option("--epochs", type=click.IntRange(min=1), default=10, show_default=True),
+    click.option("--batch-size", type=click.IntRange(min=1), default=128, show_default=True),
+    click.option("--lr", type=positive, default=1e-3, show_default=True, help="AdamW rate."),
+    click.option("--weight-decay", type=click.FloatRange(min=0), default=0.0, show_default=True),
+    click.option("--adam-eps", type=positive, default=1e-8, show_default=True),
+    click.option("--warmup", type=click.FloatRange(0, 1), default=0.1, show_default=True,
+                 help="Warmup fraction of the weight steps."),
+    click.option("--augment/--no-augment", default=False, show_default=True,
+                 help="Random flip and crop (pad 4)."),
+    click.option("--normalize", type=click.Choice(["dataset", "none", "mnist", "cifar10"]),
+                 default="dataset", show_default=True, help="Per-channel pixel normalisation."),
+)
+
+ADVANCED = ("width_scale", "init", "dtype", "weight_norm_gain", "weight_clip", "state_momentum",
+            "schedule", "loss", "weight_decay", "adam_eps", "warmup", "normalize", "test_split")
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers (numpy and torch imported inside)
+
+def _check_target(path, what: str) -> None:
+    """Fail before any work when ``path``'s folder does not exist or cannot be written."""
+    import os
+    from pathlib import Path
+
+    from cortexkit.formats.errors import CortexError
+
+    if path is None or str(path) == "-":
+        return
+    folder = Path(path).parent if str(Path(path).parent) else Path(".")
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise CortexError(f"{what} {path}: cannot write into {folder} (missing or read-only)")
+
+
+def _images(source, split, need_labels=True):
+    from cortexkit.formats.images import read_images
+
+    return read_images(source, split, need_labels=need_labels)
+
+
+def _configs(data, opts):
+    import torch
+
+    from cortexkit.tools.pcn.inference import InferenceConfig
+    from cortexkit.tools.pcn.network import NetworkSpec
+    from cortexkit.tools.pcn.train import TrainConfig
+
+    classes = max(len(data.classes), int(data.labels.max()) + 1)
+    spec = NetworkSpec(opts["arch"], tuple(data.images.shape[1:]), classes, opts["width"],
+                       opts["depth"], opts["width_scale"], opts["activation"],
+                       data.classes[:classes] if len(data.classes) >= classes else [])
+    meta = opts["method"] == "meta-pcn"
+    inference = InferenceConfig(opts["steps"], opts["state_lr"] or (1.0 if meta else 0.1),
+                                opts["state_momentum"], opts["schedule"], opts["loss"])
+    wn = meta if opts["weight_norm"] is None else opts["weight_norm"]
+    cfg = TrainConfig(opts["method"], opts["epochs"], opts["batch_size"], opts["lr"],
+                      opts["weight_decay"], opts["adam_eps"], opts["warmup"], wn,
+                      opts["weight_norm_gain"], opts["weight_clip"], opts["augment"], inference)
+    return spec, cfg, getattr(torch, opts["dtype"])
+
+
+def _epoch_writer(run, log, checkpoint):
+    from cortexkit.formats.report import write_report
+    from cortexkit.tools.pcn import api
+
+    def on_epoch(record, model):
+        top = "" if record.test_top1 is None else f", test top-1 {100 * record.test_top1:.2f} %"
+        run.detail(f"epoch {record.epoch}: loss {record.train_loss:.4f}, train top-1 "
+                   f"{100 * record.train_top1:.2f} %{top}, {record.seconds:.1f} s")
+        if log:
+            write_report(model.history, log)
+        if checkpoint:
+            run.write_artifact(api.model_tensors(model), KIND_MODEL, version=str(MODEL_VERSION),
+                               metadata=api.model_metadata(model), target=checkpoint)
+    return on_epoch
+
+
+def _plot(path, history, trace):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    if trace:
+        energy = np.asarray(trace)
+        for layer in range(energy.shape[1]):
+            ax1.semilogy(np.maximum(energy[:, layer], 1e-30), label=f"layer {layer + 1}")
+        ax1.set(xlabel="inference step", ylabel="mean error energy", title="error energy")
+        ax1.legend(fontsize=6)
+    epochs = [r["epoch"] for r in history]
+    ax2.plot(epochs, [100 * r["train_top1"] for r in history], label="train")
+    if history and history[0].get("test_top1") is not None:
+        ax2.plot(epochs, [100 * r["test_top1"] for r in history], label="test")
+    ax2.set(xlabel="epoch", ylabel="top-1 %", title="accuracy")
+    ax2.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _model(run, source):
+    from cortexkit.tools.pcn import api
+
+    artifact = run.read_artifact(source, KIND_MODEL, max_version=MODEL_VERSION)
+    return api.load_model(artifact.tensors, artifact.meta_json, run.device)
+
+
+# ---------------------------------------------------------------------------------------------
+# verbs
+
+@verb(group, "train", output="artifact", torch_options=True, advanced=ADVANCED)
+@click.argument("data", metavar="IMAGES")
+@click.option("--split", default=None, help="Split inside IMAGES [default: train when present].")
+@click.option("--test", "test_data", default=None, metavar="IMAGES",
+              help="Labelled images scored after every epoch.")
+@click.option("--test-split", default="test", show_default=True, help="Split inside --test.")
+@model_options
+@method_options
+@optim_options
+@click.option("--log", default=None, metavar="FILE.yaml", help="Per-epoch YAML log.")
+@click.option("--checkpoint", default=None, metavar="FILE",
+              help="Model of the last finished epoch (kept when a run diverges).")
+@click.option("--plot", default=None, metavar="PNG",
+              help="Error energy per layer over inference, accuracy per epoch (matplotlib).")
+def train(run, data, split, test_data, test_split, log, checkpoint, plot, **opts):
+    """Train a network with Meta-PCN, PC, iPC or backprop -> pcn-model."""
+    from cortexkit.tools.pcn import api, distributed
+
+    for path, what in ((run.output, "-o"), (log, "--log"), (checkpoint, "--checkpoint"),
+                       (plot, "--plot")):
+        _check_target(path, what)
+    if plot:
+        require_matplotlib()
+    distributed.init(run.device)
+    train_set = _images(data, split)
+    test_set = _images(test_data, test_split) if test_data else None
+    spec, cfg, dtype = _configs(train_set, opts)
+    model, result = api.fit(
+        train_set.images, train_set.labels, spec, cfg, normalize=opts["normalize"],
+        test=(test_set.images, test_set.labels) if test_set else None, seed=run.seed or 0,
+        dtype=dtype, init=opts["init"], device=run.device, warn=run.warn, progress=run.progress,
+        on_epoch=_epoch_writer(run, log, checkpoint))
+    if distributed.rank() == 0:
+        run.write_artifact(api.model_tensors(model), KIND_MODEL, version=str(MODEL_VERSION),
+                           metadata=api.model_metadata(model, result.trace))
+        if plot:
+            _plot(plot, model.history, result.trace)
+    distributed.shutdown()
+
+
+@verb(group, "evaluate", output="report", torch_options=True)
+@click.argument("model", metavar="MODEL")
+@click.argument("data", metavar="IMAGES")
+@click.option("--split", default="test", show_default=True, help="Split inside IMAGES.")
+@click.option("--steps", type=click.IntRange(min=0), default=None,
+              help="Inference steps for the energies [default: the model's].")
+def evaluate(run, model, data, split, steps):
+    """Top-1/top-5 and per-layer error energies of a model on labelled images -> YAML."""
+    import dataclasses
+
+    from cortexkit.tools.pcn import api
+
+    net = _model(run, model)
+    images = _images(data, split)
+    inference = net.inference if steps is None else dataclasses.replace(net.inference, steps=steps)
+    run.write_report(api.evaluate_model(net, images.images, images.labels, inference))
+
+
+@verb(group, "predict", output="artifact", torch_options=True)
+@click.argument("model", metavar="MODEL")
+@click.argument("data", metavar="IMAGES")
+@click.option("--split", default="test", show_default=True, help="Split inside IMAGES.")
+def predict(run, model, data, split):
+    """Logits and predicted labels of images -> table (CSV with -o FILE.csv)."""
+    from cortexkit.formats.table import Table, to_csv, write_table
+    from cortexkit.formats.stdio import write_bytes
+    from cortexkit.tools.pcn import api
+
+    net = _model(run, model)
+    images = _images(data, split, need_labels=False)
+    logits, labels = api.predict(net, images.images)
+    names = net.net.spec.class_names or [str(c) for c in range(logits.shape[1])]
+    columns = {"label": labels, **{f"logit_{n}": logits[:, i] for i, n in enumerate(names)}}
+    table = Table(columns, {"label": names}, "predictions")
+    if str(run.output).lower().endswith(".csv"):
+        write_bytes(run.output, to_csv(table), binary=False)
+    else:
+        write_table(run.output, table, producer=run.producer, config=run.config)

@@ -1,0 +1,121 @@
+"""cortexkit fit-avatar through the installed command: the man page's pipelines (shrunk: 4 frames,
+6 cameras, 32 px crops, short schedules), real SLEAP data, export read-back, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+FOX = "avatar/fox/glTF-Binary/Fox.glb"
+MOUSE = "avatar/sleap_anipose_minimal"
+SMALL = "--frames 4 --rig ring:6 --crop 32"
+SHAPE = "--n-keyframes 2 --steps 20,30,30,5 --threads 1"
+TRACK = "--steps 30 --window 4 --overlap 1 --threads 1"
+
+
+@pytest.fixture
+def fox(shared_data):
+    return shared_data / FOX
+
+
+def test_man_page_pipeline_synth_triangulate_shape_track_evaluate_export(sh, fox, tmp_path):
+    script = f"""
+    set -e
+    cortexkit fit-avatar synth {fox} --template-units cm --clip Walk {SMALL} -o views.st
+    cortexkit fit-avatar triangulate views.st -o points.st
+    cortexkit fit-avatar evaluate views.st --points points.st > tri.yaml
+    cortexkit fit-avatar shape {fox} views.st --template-units cm {SHAPE} -o avatar.st
+    cortexkit fit-avatar track avatar.st views.st --cameras 6 {TRACK} --plot overlay.png -o poses.st
+    cortexkit fit-avatar evaluate views.st --avatar avatar.st --poses poses.st > fit.yaml
+    cortexkit fit-avatar export avatar.st poses.st -o fitted.glb --obj-dir frames/
+    """
+    proc = sh(script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    import yaml
+
+    tri = yaml.safe_load((tmp_path / "tri.yaml").read_text())["triangulation"]
+    fit = yaml.safe_load((tmp_path / "fit.yaml").read_text())["fit"]
+    assert tri["coverage"] > 0.9 and tri["mpjpe_mm"] < 30
+    assert fit["coverage"] == 1.0 and fit["mpjpe_mm"] < 60 and 0 <= fit["iou"] <= 1
+    assert (tmp_path / "overlay.png").read_bytes()[:4] == b"\x89PNG"
+    assert len(list((tmp_path / "frames").glob("*.obj"))) == 4
+    from cortexkit.formats.gltf import read_gltf
+
+    back = read_gltf(tmp_path / "fitted.glb")
+    assert back.animations["fit"]["world"].shape[1] == len(back.joint_names) == 24
+
+
+def test_pipeline_through_stdin_and_into_a_second_tool(sh, fox, tmp_path):
+    """synth | triangulate - | cortexkit inspect -, and the table as CSV read back by evaluate."""
+    proc = sh(f"cortexkit fit-avatar synth {fox} --template-units cm {SMALL} --no-masks "
+              f"| tee views.st | cortexkit fit-avatar triangulate - | cortexkit inspect -", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert b"table" in proc.stdout and b"b_Hip_01_x" in proc.stdout
+    proc = sh("cortexkit fit-avatar triangulate views.st -o points.csv && "
+              "cortexkit fit-avatar evaluate views.st --points points.csv", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    header = (tmp_path / "points.csv").read_text().splitlines()[0].split(",")
+    assert header[0] == "frame" and "b_Head_05_views" in header
+    assert b"mpjpe_mm" in proc.stdout
+
+
+def test_real_sleap_session_triangulates_with_camera_names_from_files(sh, shared_data, tmp_path):
+    d = shared_data / MOUSE
+    files = " ".join(str(d / f"minimal_{c}_proofread.analysis.h5") for c in ("back", "mid", "top"))
+    proc = sh(f"cortexkit fit-avatar triangulate --calibration {d}/calibration.toml --units mm {files} "
+              "| cortexkit convert - points.csv", cwd=tmp_path)  # the man page's pipeline
+    assert proc.returncode == 0, proc.stderr
+    import csv
+
+    rows = list(csv.DictReader(open(tmp_path / "points.csv")))
+    assert len(rows) == 120
+    err = np.array([float(r["Nose_error"]) for r in rows])
+    views = np.array([int(r["Nose_views"]) for r in rows])
+    assert np.isnan(err[views < 2]).all() and np.nanmedian(err) < 10.0
+
+
+def test_bad_input_one_line_errors_and_no_output(cli, sh, fox, shared_data, tmp_path, one_line_error):
+    d = shared_data / MOUSE
+    back = d / "minimal_back_proofread.analysis.h5"
+    mid = d / "minimal_mid_proofread.analysis.h5"
+    out = tmp_path / "out.st"
+    cmd = "fit-avatar triangulate"
+    p = cli(*cmd.split(), "--calibration", d / "calibration.toml", back, mid, "--camera-names", "back,nope", "-o", out)
+    one_line_error(p, cmd, "nope", "not in")
+    p = cli(*cmd.split(), "--calibration", d / "calibration.toml", back, "-o", out)
+    one_line_error(p, cmd, "at least 2 views")
+    views = tmp_path / "views.st"
+    assert cli("fit-avatar", "synth", fox, "--template-units", "cm", *SMALL.split(), "--no-masks", "-o", views).returncode == 0
+    # unknown keypoint names: a map that lacks the detector's names
+    (tmp_path / "map.yaml").write_text("nose: b_Head_05\n")
+    p = cli("fit-avatar", "shape", fox, views, "--template-units", "cm", "--keypoints", tmp_path / "map.yaml", "-o", out)
+    one_line_error(p, "fit-avatar shape", "not in the template's keypoint map")
+    # wrong units: the Fox read as metres is 100x the subject
+    p = cli("fit-avatar", "shape", fox, views, "--template-units", "m", *SHAPE.split(), "-o", out)
+    one_line_error(p, "fit-avatar shape", "units")
+    # NaN: a detection with one coordinate missing
+    from cortexkit.formats.artifact import read_artifact, write_artifact
+
+    art = read_artifact(views, framework="np")
+    kp = art.tensors["keypoints"].copy()
+    kp[0, 0, 0, 0] = np.nan
+    kp[0, 0, 0, 1] = 5.0
+    bad = tmp_path / "nan.st"
+    write_artifact(bad, {**art.tensors, "keypoints": kp}, "avatar-views", metadata={
+        k: v for k, v in art.metadata.items() if not k.startswith("cortexkit.kind")
+        and k not in ("cortexkit.version", "cortexkit.producer", "cortexkit.config")})
+    p = cli(*cmd.split(), bad, "-o", out)
+    one_line_error(p, cmd, "NaN detection")
+    # a glTF without a skin
+    import pygltflib
+
+    plain = tmp_path / "plain.glb"
+    pygltflib.GLTF2(asset=pygltflib.Asset(version="2.0"), nodes=[pygltflib.Node(name="n")]).save(str(plain))
+    p = cli("fit-avatar", "shape", plain, views, "-o", out)
+    one_line_error(p, "fit-avatar shape", "no skin")
+    # wrong artifact kind, unwritable output
+    p = cli("fit-avatar", "track", views, views, "-o", out)
+    one_line_error(p, "fit-avatar track", "expected a 'avatar' artifact")
+    p = cli(*cmd.split(), views, "-o", tmp_path / "missing" / "x.st")
+    one_line_error(p, cmd, "does not exist")
+    assert not out.exists()

@@ -1,0 +1,440 @@
+"""BigMaQ's objective and stages: the subject avatar over keyframes, then tracking per frame.
+
+Objective per frame (BigMaQ ``BaseOpt`` / ``losses.py``), in crop pixels:
+
+* keypoints  L_kp[c] = Σ_k w_k conf_ck ‖π_c(X_k) − x_ck‖ / Σ_k w_k conf_ck  (mean distance, not squared);
+* silhouette L_sil[c] = mean_pixels (α_c − M_c)², switched on for camera c only while
+  L_kp[c] < τ (the gate); both averaged over the frame's selected cameras;
+* joint limits Σ (relu(lo − θ) + relu(θ − hi))² on the axis-angle components;
+* bone-scale band Σ (relu(0.85 − b) + relu(b − 1/0.85))², global scale band [0.5, 2] × its init;
+* offsets: uniform Laplacian Σ_v ‖Δ_v − mean_{u∼v} Δ_u‖² and edge term Σ_(u,v) ‖Δ_u − Δ_v‖²
+  (in body lengths);
+* temporal: mean ‖ω‖² of every joint's angular velocity (× ``extremity_factor`` on hands/feet),
+  of the global rotation, and Σ ‖Δt‖² (body lengths).
+
+Each frame's terms are summed once per step (BigMaQ accumulates a minibatch's image terms
+B − i times for frame i; we do not). Stages use Adam with a MultiStepLR(0.85, 0.94 of the
+steps, × 0.25) as Time.json's [300, 330] of 350; one step covers every frame of the batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+
+from cortexkit.tools.avatar.camera import Cameras, project
+from cortexkit.tools.avatar.model import Pose, Shape, Template, forward
+from cortexkit.tools.avatar.raster import soft_silhouette
+from cortexkit.tools.avatar.rotation import angular_velocity, matrix_to_axis_angle, rodrigues
+
+
+@dataclass
+class Observations:
+    """keypoints (F, C, K, 2) pixels (NaN = missing), confidence (F, C, K), masks (F, C, S, S)
+    crop coverage or None, crops (F, C, 3) (x0, y0, crop pixels per image pixel)."""
+
+    cameras: Cameras
+    keypoints: torch.Tensor
+    confidence: torch.Tensor
+    keypoint_names: list[str]
+    masks: torch.Tensor | None = None
+    crops: torch.Tensor | None = None
+
+    def frames(self, index) -> "Observations":
+        index = torch.as_tensor(index)
+        return Observations(self.cameras, self.keypoints[index], self.confidence[index],
+                            self.keypoint_names,
+                            None if self.masks is None else self.masks[index],
+                            None if self.crops is None else self.crops[index])
+
+
+@dataclass
+class FitConfig:
+    keypoint_weight: float = 1.0
+    silhouette_weight: float = 50.0
+    joint_limit_weight: float = 3.0
+    bone_weight: float = 10.0
+    laplacian_weight: float = 1000.0
+    edge_weight: float = 100.0
+    temporal_weight: float = 1.0
+    extremity_factor: float = 100.0
+    translation_weight: float = 10.0
+    gate: float = 2.0               # crop pixels: silhouettes count once keypoints fit within this
+    crop: int = 64                  # crop size (pixels) of the keypoint scale and the silhouettes
+    sigma: float = 0.1              # soft rasteriser blur, squared crop pixels (PyTorch3D 1e-4 NDC² at 100 px ≈ 0.25)
+    silhouettes: bool = True
+    lr: float = 0.03
+    shape_steps: tuple = (100, 150, 150, 150)   # global, pose, bones, mesh
+    track_steps: int = 120
+    window: int = 20
+    overlap: int = 5
+    cameras: int = 6                # per-frame camera subset (0 = all)
+    keypoint_weights: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------
+# initialisation
+
+def procrustes(source: np.ndarray, target: np.ndarray, scale: bool = True):
+    """Similarity (s, R, t) minimising ‖s R source + t − target‖ over rows (Umeyama).
+    source, target (K, 3) -> (s, R (3, 3), t (3,))."""
+    mu_s, mu_t = source.mean(0), target.mean(0)
+    a, b = source - mu_s, target - mu_t
+    u, d, vt = np.linalg.svd(b.T @ a)
+    sign = np.diag([1.0, 1.0, np.sign(np.linalg.det(u @ vt))])
+    R = u @ sign @ vt
+    s = float((d * np.diag(sign)).sum() / (a ** 2).sum()) if scale else 1.0
+    return s, R, mu_t - s * R @ mu_s
+
+
+def rest_keypoints(template: Template, shape: Shape) -> np.ndarray:
+    """(K, 3) keypoints of the template at zero pose, identity global transform."""
+    with torch.no_grad():
+        _, _, kp = forward(template, shape, Pose.zeros(1, template), with_vertices=False)
+    return kp[0].double().numpy()
+
+
+def init_global(template: Template, shape: Shape, points3d: np.ndarray, *, fit_scale: bool):
+    """Per-frame Procrustes of the rest keypoints onto triangulated ones.
+    points3d (F, K, 3) with NaN -> (scales (F,), rotations (F, 3) axis-angle, translations (F, 3))."""
+    rest = rest_keypoints(template, shape)
+    scales, rots, trans = [], [], []
+    for f, pts in enumerate(points3d):
+        ok = np.isfinite(pts).all(1)
+        if ok.sum() < 3:
+            scales.append(np.nan)
+            rots.append(np.full(3, np.nan))
+            trans.append(np.full(3, np.nan))
+            continue
+        s, R, t = procrustes(rest[ok], pts[ok], scale=fit_scale)
+        scales.append(s)
+        rots.append(matrix_to_axis_angle(torch.as_tensor(R)).numpy())
+        trans.append(t)
+    return np.array(scales), np.array(rots), np.array(trans)
+
+
+def fill_missing(values: np.ndarray) -> np.ndarray:
+    """(F, ...) with NaN rows -> rows copied from the nearest finite frame."""
+    ok = np.isfinite(values.reshape(len(values), -1)).all(1)
+    if not ok.any():
+        raise ValueError("no frame has 3 or more triangulated keypoints: cannot place the template")
+    idx = np.nonzero(ok)[0]
+    nearest = idx[np.abs(np.arange(len(values))[:, None] - idx[None]).argmin(1)]
+    return values[nearest]
+
+
+def body_length(template: Template) -> float:
+    return float(torch.linalg.norm(template.vertices.max(0).values - template.vertices.min(0).values))
+
+
+def crops_from_keypoints(obs: Observations, size: int, margin: float = 0.15) -> torch.Tensor:
+    """(F, C, 3) square crops around each view's detected keypoints (x0, y0, scale)."""
+    kp = obs.keypoints
+    valid = torch.isfinite(kp).all(-1) & (obs.confidence > 0)
+    big = torch.finfo(kp.dtype).max
+    lo = torch.where(valid[..., None], kp, torch.full_like(kp, big)).min(2).values
+    hi = torch.where(valid[..., None], kp, torch.full_like(kp, -big)).max(2).values
+    none = ~valid.any(2)
+    lo = torch.where(none[..., None], torch.zeros_like(lo), lo)
+    hi = torch.where(none[..., None], obs.cameras.size.to(kp.dtype).expand_as(hi), hi)
+    side = (hi - lo).max(-1).values * (1 + 2 * margin) + 1.0
+    centre = (hi + lo) / 2
+    return torch.stack([centre[..., 0] - side / 2, centre[..., 1] - side / 2, size / side], -1)
+
+
+def select_cameras(confidence: torch.Tensor, n: int, min_keypoints: int = 3) -> torch.Tensor:
+    """BigMaQ's waterfall camera subset: (F, C, K) confidences -> (F, C) bool with ≤ n cameras per
+    frame; cameras sorted by detection count, the previous frame's cameras kept while still valid,
+    the rest refilled from the sorted list."""
+    detected = (confidence > 0).sum(-1)          # (F, C)
+    F, C = detected.shape
+    if n <= 0 or n >= C:
+        return detected >= 1
+    order = torch.argsort(detected.sum(0), descending=True, stable=True).tolist()
+    out = torch.zeros(F, C, dtype=torch.bool)
+    previous: list[int] = []
+    for f in range(F):
+        valid = [c for c in order if detected[f, c] >= min_keypoints]
+        keep = [c for c in previous if c in valid][:n]
+        for c in valid:
+            if len(keep) >= n:
+                break
+            if c not in keep:
+                keep.append(c)
+        out[f, keep] = True
+        previous = keep
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# objective
+
+def _laplacian_parts(template: Template):
+    e = template.edges
+    deg = torch.zeros(len(template.vertices)).index_add(0, e.reshape(-1), torch.ones(e.numel()))
+    return e, deg.clamp(min=1)
+
+
+def image_terms(template: Template, verts, keypoints, obs: Observations, use: torch.Tensor,
+                config: FitConfig, silhouettes: bool, kp_weights: torch.Tensor):
+    """Per-frame keypoint and silhouette terms. verts (B, V, 3), keypoints (B, K, 3),
+    use (B, C) selected cameras -> (L_kp (B,), L_sil (B,), per-camera kp px (B, C))."""
+    cams = obs.cameras
+    proj = project(cams, keypoints).permute(1, 0, 2, 3)          # (B, C, K, 2)
+    target = obs.keypoints.to(proj.dtype)
+    conf = obs.confidence.to(proj.dtype) * kp_weights
+    valid = torch.isfinite(target).all(-1) & (conf > 0)
+    conf = torch.where(valid, conf, torch.zeros_like(conf))
+    diff = torch.where(valid[..., None], proj - torch.nan_to_num(target), torch.zeros_like(proj))
+    dist = (diff.pow(2).sum(-1) + 1e-9).sqrt()
+    scale = obs.crops[..., 2].to(proj.dtype)                     # crop px per image px
+    kp_cam = (conf * dist).sum(-1) / conf.sum(-1).clamp(min=1e-9) * scale   # (B, C)
+    active = use & valid.any(-1)
+    n_active = active.sum(1).clamp(min=1)
+    l_kp = torch.where(active, kp_cam, torch.zeros_like(kp_cam)).sum(1) / n_active
+    l_sil = torch.zeros_like(l_kp)
+    if silhouettes and obs.masks is not None and verts is not None:
+        gated = active & (kp_cam.detach() < config.gate)
+        if gated.any():
+            b_idx, c_idx = gated.nonzero(as_tuple=True)
+            vproj = project(cams, verts).permute(1, 0, 2, 3)[b_idx, c_idx]      # (N, V, 2)
+            crop = obs.crops[b_idx, c_idx].to(vproj.dtype)
+            pix = (vproj - crop[:, None, :2]) * crop[:, None, 2:]
+            alpha = soft_silhouette(pix, template.faces, obs.masks.shape[-1], config.sigma)
+            err = (alpha - obs.masks[b_idx, c_idx].to(alpha.dtype)).pow(2).mean((1, 2))
+            l_sil = l_sil.index_add(0, b_idx, err) / n_active
+    return l_kp, l_sil, kp_cam
+
+
+def prior_terms(template: Template, shape: Shape, pose: Pose, config: FitConfig, length: float,
+                scale0: float, temporal: bool):
+    """(per-frame joint limits (B,), shape terms (), temporal ())."""
+    free = template.free[None, :, None]
+    th = pose.rotations
+    lo, hi = template.limits[None, :, 0].to(th.dtype), template.limits[None, :, 1].to(th.dtype)
+    limit = ((torch.relu(lo - th) + torch.relu(th - hi)) * free).pow(2).sum((1, 2))
+    b = shape.bone_scales
+    bone = (torch.relu(0.85 - b) + torch.relu(b - 1 / 0.85)).pow(2).sum()
+    rel = shape.scale / scale0
+    bone = bone + (torch.relu(0.5 - rel) + torch.relu(rel - 2.0)).pow(2)
+    smooth = torch.zeros((), dtype=th.dtype)
+    if shape.offsets.numel():
+        from cortexkit.tools.avatar.model import vertex_offsets
+
+        d = vertex_offsets(template, shape.offsets) / length
+        e, deg = _laplacian_parts(template)
+        mean_n = torch.zeros_like(d).index_add(0, e[:, 0], d[e[:, 1]]).index_add(0, e[:, 1], d[e[:, 0]])
+        lap = (d - mean_n / deg[:, None]).pow(2).sum()
+        edge = (d[e[:, 0]] - d[e[:, 1]]).pow(2).sum()
+        smooth = config.laplacian_weight * lap + config.edge_weight * edge
+    temp = torch.zeros((), dtype=th.dtype)
+    if temporal and th.shape[0] > 1:
+        w = torch.where(template.extremity, config.extremity_factor, 1.0).to(th.dtype)
+        omega = angular_velocity(th * free).pow(2).sum(-1)          # (B-1, J)
+        temp = (omega * w * template.free).sum(1).mean() / template.free.sum().clamp(min=1) + angular_velocity(pose.global_rot).pow(2).sum(-1).mean()
+        temp = config.temporal_weight * temp + config.translation_weight * (
+            (pose.global_t[1:] - pose.global_t[:-1]) / length).pow(2).sum(-1).mean()
+    return limit, bone, smooth, temp
+
+
+# ---------------------------------------------------------------------------------------------
+# the optimisation loop
+
+@dataclass
+class Params:
+    """Free variables of a stage: what is optimised and how it maps to Shape and Pose."""
+
+    rot: torch.Tensor            # (B, J, 3)
+    grot: torch.Tensor           # (B, 3)
+    dt: torch.Tensor             # (B, 3) translation change in body lengths
+    log_scale: torch.Tensor      # ()
+    log_bones: torch.Tensor      # (G,)
+    offsets: torch.Tensor        # (P, 3) in body lengths
+    t0: torch.Tensor
+    scale0: float
+    length: float
+
+    def shape(self) -> Shape:
+        return Shape(self.scale0 * self.log_scale.exp(), self.log_bones.exp(), self.offsets * self.length)
+
+    def pose(self) -> Pose:
+        return Pose(self.rot, self.grot, self.t0 + self.dt * self.length)
+
+
+def _optimise(template, params: Params, obs: Observations, use: torch.Tensor, config: FitConfig,
+              train: list[str], steps: int, silhouettes: bool, temporal: bool,
+              kp_weights: torch.Tensor, on_step: Callable | None = None):
+    tensors = {n: getattr(params, n) for n in train}
+    for t in tensors.values():
+        t.requires_grad_(True)
+    lrs = {"rot": config.lr, "grot": config.lr, "dt": config.lr * 0.5, "log_scale": config.lr,
+           "log_bones": config.lr, "offsets": config.lr * 0.05}
+    opt = torch.optim.Adam([{"params": [tensors[n]], "lr": lrs[n]} for n in train])
+    sched = torch.optim.lr_scheduler.MultiStepLR(opt, [int(0.85 * steps), int(0.94 * steps)], 0.25)
+    need_verts = silhouettes or bool(template.keypoints_vertex.abs().sum() > 0)
+    last = None
+    for step in range(steps):
+        opt.zero_grad()
+        shape, pose = params.shape(), params.pose()
+        verts, _, kps = forward(template, shape, pose, with_vertices=need_verts)
+        l_kp, l_sil, kp_cam = image_terms(template, verts, kps, obs, use, config, silhouettes, kp_weights)
+        limit, bone, smooth, temp = prior_terms(template, shape, pose, config, params.length,
+                                                params.scale0, temporal)
+        loss = (config.keypoint_weight * l_kp + config.silhouette_weight * l_sil
+                + config.joint_limit_weight * limit).sum() + config.bone_weight * bone + smooth + temp * len(l_kp)
+        loss.backward()
+        opt.step()
+        sched.step()
+        last = (l_kp.detach(), l_sil.detach(), kp_cam.detach())
+        if on_step is not None:
+            on_step(step)
+    for t in tensors.values():
+        t.requires_grad_(False)
+    return last
+
+
+def _kp_weights(template: Template, config: FitConfig) -> torch.Tensor:
+    return torch.tensor([float(config.keypoint_weights.get(n, 1.0)) for n in template.keypoint_names])
+
+
+@dataclass
+class ShapeResult:
+    shape: Shape
+    pose: Pose
+    keypoint_error: torch.Tensor   # (B,) crop px
+    silhouette_error: torch.Tensor  # (B,)
+
+
+def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, config: FitConfig,
+              log: Callable[[str], None] = lambda m: None) -> ShapeResult:
+    """Stage A (subject avatar) over the keyframes of ``obs``: Procrustes init from the
+    triangulated keypoints points3d (B, K, 3), then global (R, t, s) -> pose (+θ) -> bones (+b)
+    -> mesh (+Δ, silhouettes)."""
+    neutral = Shape.neutral(template)
+    scales, rots, trans = init_global(template, neutral, points3d, fit_scale=True)
+    s0 = float(np.nanmedian(scales))
+    if not np.isfinite(s0):
+        raise ValueError("no keyframe has 3 or more triangulated keypoints: cannot place the template")
+    if not 0.2 <= s0 <= 5.0:
+        raise ValueError(f"the subject is {s0:.3g} times the template's size: check the units of the "
+                         "template (--template-units) and of the calibration (--units)")
+    _, rots, trans = init_global(template, Shape(torch.tensor(s0), neutral.bone_scales, neutral.offsets),
+                                 points3d, fit_scale=False)
+    rots, trans = fill_missing(rots), fill_missing(trans)
+    B = len(points3d)
+    length = body_length(template)
+    params = Params(torch.zeros(B, template.n_joints, 3), torch.as_tensor(rots, dtype=torch.float32),
+                    torch.zeros(B, 3), torch.zeros(()), torch.zeros(template.n_groups),
+                    torch.zeros(template.n_offsets, 3), torch.as_tensor(trans, dtype=torch.float32),
+                    s0, length * s0)
+    use = select_cameras(obs.confidence, config.cameras)
+    kw = _kp_weights(template, config)
+    stages = [("global", ["grot", "dt", "log_scale"], False),
+              ("pose", ["grot", "dt", "log_scale", "rot"], False),
+              ("bones", ["grot", "dt", "log_scale", "rot", "log_bones"], False),
+              ("mesh", ["grot", "dt", "log_scale", "rot", "log_bones", "offsets"], config.silhouettes)]
+    last = None
+    for (name, train, sil), steps in zip(stages, config.shape_steps):
+        if steps <= 0:
+            continue
+        last = _optimise(template, params, obs, use, config, train, steps, sil, False, kw)
+        log(f"shape stage {name}: keypoint error {last[0].mean():.3f} crop px, "
+            f"silhouette {last[1].mean():.4f}")
+    return ShapeResult(params.shape(), params.pose(), last[0], last[1])
+
+
+@dataclass
+class TrackResult:
+    pose: Pose
+    keypoint_error: torch.Tensor    # (F,) crop px
+    silhouette_error: torch.Tensor  # (F,)
+    cameras_used: torch.Tensor      # (F, C) bool
+
+
+def track(template: Template, shape: Shape, obs: Observations, points3d: np.ndarray,
+          config: FitConfig, progress: Callable[[int], None] = lambda n: None) -> TrackResult:
+    """Stage B (tracking): shape frozen; R, t, θ per frame over overlapping windows, warm-started
+    from the previous window; ``config.cameras`` cameras per frame (waterfall selection).
+    points3d (F, K, 3) triangulated keypoints for the Procrustes init of R_g, t_g."""
+    F = obs.keypoints.shape[0]
+    shape = Shape(shape.scale.detach().float(), shape.bone_scales.detach().float(), shape.offsets.detach().float())
+    _, rots, trans = init_global(template, shape, points3d, fit_scale=False)
+    rots, trans = fill_missing(rots), fill_missing(trans)
+    use_all = select_cameras(obs.confidence, config.cameras)
+    length = body_length(template) * float(shape.scale)
+    out_rot = torch.zeros(F, template.n_joints, 3)
+    out_grot = torch.as_tensor(rots, dtype=torch.float32).clone()
+    out_t = torch.as_tensor(trans, dtype=torch.float32).clone()
+    kp_err, sil_err = torch.zeros(F), torch.zeros(F)
+    kw = _kp_weights(template, config)
+    stride = max(1, config.window - config.overlap)
+    start, done_until = 0, 0
+    while start < F:
+        stop = min(F, start + config.window)
+        idx = torch.arange(start, stop)
+        if start > 0:  # warm start: frames not fitted yet begin at the last fitted frame's pose
+            fresh = idx[idx >= done_until]
+            out_rot[fresh] = out_rot[done_until - 1]
+        log_scale = torch.log(shape.scale)
+        params = Params(out_rot[idx].clone(), out_grot[idx].clone(), torch.zeros(len(idx), 3),
+                        log_scale * 0, torch.log(shape.bone_scales), shape.offsets / length,
+                        out_t[idx].clone(), float(shape.scale), length)
+        sub = obs.frames(idx)
+        kp_only = max(1, config.track_steps // 2) if config.silhouettes else config.track_steps
+        _optimise(template, params, sub, use_all[idx], config, ["rot", "grot", "dt"], kp_only, False, True, kw)
+        last = None
+        if config.silhouettes and sub.masks is not None:
+            last = _optimise(template, params, sub, use_all[idx], config, ["rot", "grot", "dt"],
+                             config.track_steps - kp_only, True, True, kw)
+        with torch.no_grad():
+            pose = params.pose()
+            if last is None:
+                verts, _, kps = forward(template, params.shape(), pose, with_vertices=False)
+                last = image_terms(template, None, kps, sub, use_all[idx], config, False, kw)
+        keep_from = 0 if start == 0 else min(len(idx), config.overlap // 2)
+        sel = idx[keep_from:]
+        out_rot[sel], out_grot[sel], out_t[sel] = pose.rotations[keep_from:], pose.global_rot[keep_from:], pose.global_t[keep_from:]
+        kp_err[sel], sil_err[sel] = last[0][keep_from:], last[1][keep_from:]
+        progress(int(stop - done_until))
+        done_until = stop
+        if stop >= F:
+            break
+        start += stride
+    return TrackResult(Pose(out_rot, out_grot, out_t), kp_err, sil_err, use_all)
+
+
+def _with_crops(obs: Observations, config: FitConfig) -> Observations:
+    if obs.crops is None:
+        obs = Observations(obs.cameras, obs.keypoints, obs.confidence, obs.keypoint_names, obs.masks,
+                           crops_from_keypoints(obs, config.crop))
+    return obs
+
+
+def _triangulated(obs: Observations) -> np.ndarray:
+    from cortexkit.tools.avatar.triangulate import triangulate_frames
+
+    return triangulate_frames(obs.cameras, obs.keypoints.double().numpy(), obs.confidence.double().numpy()).points
+
+
+def fit_avatar_shape(template: Template, obs: Observations, config: FitConfig, n_keyframes: int = 8,
+                     keyframes: list[int] | None = None, log: Callable[[str], None] = lambda m: None) -> ShapeResult:
+    """Stage A from raw views: keyframes (explicit, or ``n_keyframes`` spread evenly), robust
+    triangulation for the Procrustes init, then :func:`fit_shape`."""
+    F = obs.keypoints.shape[0]
+    if keyframes is None:
+        keyframes = sorted(set(np.linspace(0, F - 1, min(n_keyframes, F)).round().astype(int).tolist()))
+    bad = [k for k in keyframes if not 0 <= k < F]
+    if bad:
+        raise ValueError(f"keyframe(s) {bad} outside the {F} frames")
+    obs = _with_crops(obs, config).frames(keyframes)
+    return fit_shape(template, obs, _triangulated(obs), config, log)
+
+
+def track_sequence(template: Template, shape: Shape, obs: Observations, config: FitConfig,
+                   progress: Callable[[int], None] = lambda n: None) -> TrackResult:
+    """Stage B from raw views (triangulation for the per-frame global init, then :func:`track`)."""
+    obs = _with_crops(obs, config)
+    return track(template, shape, obs, _triangulated(obs), config, progress)

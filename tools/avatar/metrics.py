@@ -1,0 +1,105 @@
+"""Evaluation against synthetic ground truth: MPJPE, PA-MPJPE, coverage, per-vertex error,
+joint-angle error on observable joints, reprojection error, silhouette IoU, bone-scale error."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from cortexkit.tools.avatar.camera import Cameras, project
+from cortexkit.tools.avatar.fit import procrustes
+from cortexkit.tools.avatar.model import Pose, Shape, Template, forward, joint_world_transforms
+from cortexkit.tools.avatar.raster import hard_silhouette
+from cortexkit.tools.avatar.rotation import geodesic_deg
+
+
+def point_metrics(pred: np.ndarray, true: np.ndarray) -> dict:
+    """pred, true (F, K, 3) mm, pred NaN where not estimated -> MPJPE, PA-MPJPE, coverage."""
+    ok = np.isfinite(pred).all(-1)
+    err = np.linalg.norm(np.where(ok[..., None], pred, 0) - true, axis=-1)
+    pa = []
+    for f in range(len(pred)):
+        if ok[f].sum() >= 3:
+            s, R, t = procrustes(pred[f, ok[f]], true[f, ok[f]])
+            aligned = s * pred[f, ok[f]] @ R.T + t
+            pa.append(np.linalg.norm(aligned - true[f, ok[f]], axis=-1))
+    pa = np.concatenate(pa) if pa else np.array([np.nan])
+    return {"mpjpe_mm": float(err[ok].mean()) if ok.any() else float("nan"),
+            "median_error_mm": float(np.median(err[ok])) if ok.any() else float("nan"),
+            "pa_mpjpe_mm": float(pa.mean()), "coverage": float(ok.mean())}
+
+
+def observable_joints(template: Template) -> list[int]:
+    """Joints whose rotation is seen from keypoints: free joints with a keypoint child joint."""
+    kp_joints = set(torch.nonzero(template.keypoints_joint.abs().sum(0) > 0).reshape(-1).tolist())
+    return [i for i in range(template.n_joints) if bool(template.free[i])
+            and any(p == i and c in kp_joints for c, p in enumerate(template.parents))]
+
+
+def model_metrics(template: Template, shape: Shape, pose: Pose, truth: dict, cams: Cameras, *,
+                  clean2d=None, crops=None, masks=None) -> dict:
+    """A fitted avatar and its poses vs the truth of a synthetic views artifact."""
+    with torch.no_grad():
+        verts, joints, kps = forward(template, shape, pose)
+        out = point_metrics(kps.double().numpy(), truth["keypoints"].double().numpy())
+        out["vertex_error_mm"] = float((verts - truth["vertices"]).norm(dim=-1).mean())
+        true_shape = Shape(truth["scale"].reshape(()), truth["bone_scales"], truth["offsets"])
+        true_pose = Pose(truth["rotations"], truth["global_rot"], truth["global_t"])
+        rp, _ = joint_world_transforms(template, shape, pose)
+        rt, _ = joint_world_transforms(template, true_shape, true_pose)
+        obs = observable_joints(template)
+        parents = [max(template.parents[i], 0) for i in obs]
+        loc_p = rp[:, parents].transpose(-1, -2) @ rp[:, obs]
+        loc_t = rt[:, parents].transpose(-1, -2) @ rt[:, obs]
+        ang = geodesic_deg(loc_p, loc_t)
+        out["joint_angle_error_deg"] = float(ang.mean())
+        out["joint_angle_median_deg"] = float(ang.median())
+        out["observable_joints"] = [template.joint_names[i] for i in obs]
+        if template.n_groups:
+            ratio = shape.bone_scales * shape.scale / (truth["bone_scales"] * truth["scale"].reshape(()))
+            out["bone_scale_error"] = float((ratio - 1).abs().mean())
+            out["bone_scale_error_max"] = float((ratio - 1).abs().max())
+        out["scale_error"] = float((shape.scale / truth["scale"].reshape(()) - 1).abs())
+        if clean2d is not None:
+            proj = project(cams, kps.double()).permute(1, 0, 2, 3).float()
+            out["reprojection_px"] = float((proj - clean2d).norm(dim=-1).mean())
+        if masks is not None and crops is not None:
+            out["iou"] = silhouette_iou(template, verts, cams, crops, masks)
+    return out
+
+
+def silhouette_iou(template: Template, verts: torch.Tensor, cams: Cameras, crops, masks) -> float:
+    """Mean IoU of the rendered (exact) silhouettes vs masks (F, C, S, S), both thresholded at 0.5."""
+    F, C, S = masks.shape[0], masks.shape[1], masks.shape[-1]
+    vpix = project(cams, verts.double()).float().permute(1, 0, 2, 3)
+    pix = (vpix - crops[:, :, None, :2]) * crops[:, :, None, 2:]
+    rendered = hard_silhouette(pix.reshape(F * C, -1, 2), template.faces, S, 2).reshape(F, C, S, S) > 0.5
+    truth = masks > 0.5
+    inter = (rendered & truth).sum((2, 3)).float()
+    union = (rendered | truth).sum((2, 3)).float().clamp(min=1)
+    return float((inter / union).mean())
+
+
+def evaluate_all(views: dict, table=None, fitted=None) -> dict:
+    """views: a views dict with truth; table: a triangulate Table or None; fitted: (template,
+    shape, pose, seconds_per_frame) or None -> report dict."""
+    from cortexkit.tools.avatar.triangulate import points_from_table
+
+    truth = views["truth"]
+    report: dict = {"frames": int(views["keypoints"].shape[0]), "cameras": len(views["cameras"])}
+    if table is not None:
+        pts = points_from_table(table.columns, views["keypoint_names"])
+        if pts.shape[0] != truth["keypoints"].shape[0]:
+            raise ValueError(f"the points table has {pts.shape[0]} frames, the views {truth['keypoints'].shape[0]}")
+        report["triangulation"] = point_metrics(pts, truth["keypoints"].double().numpy())
+    if fitted is not None:
+        template, shape, pose, spf = fitted
+        if pose.rotations.shape[0] != truth["keypoints"].shape[0]:
+            raise ValueError(f"the poses have {pose.rotations.shape[0]} frames, the views {truth['keypoints'].shape[0]}")
+        if template.keypoint_names != views["keypoint_names"]:
+            template = template.select_keypoints(views["keypoint_names"])
+        out = model_metrics(template, shape, pose, truth, views["cameras"], clean2d=truth.get("clean2d"),
+                            crops=views.get("crops"), masks=views.get("masks"))
+        out["seconds_per_frame"] = spf
+        report["fit"] = out
+    return report

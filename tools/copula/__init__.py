@@ -1,0 +1,15 @@
+"""Copulas from diffusions and flows (Huk & Damoulas, ICLR 2026): marginals kept, dependencies learned.
+
+Modules:
+
+* :mod:`marginals`   ECDF pseudo-observations fitted on the training split, interpolated ECDF for new
+  points, optional boundary-corrected KDE marginals, the Gaussian scale z = Phi^-1(u).
+* :mod:`closed_form` Gaussian, Student-t, Clayton, Gumbel, Frank copulas and mixtures: exact
+  log-densities and samplers (ground truth for tests and ``simulate``).
+* :mod:`cdc`         the classification-diffusion copula (density in one forward pass, DDPM sampling).
+* :mod:`reflection`  the reflection copula (billiard in the cube; fast sampling, no density).
+* :mod:`baselines`   independence and Gaussian copula fitted on the training data.
+* :mod:`metrics`     log Z by importance sampling with ESS, W2 on the Gaussian scale, Kendall-tau
+  Frobenius error, KS against U(0,1).
+* :mod:`model`       one fitted model (marginals + copula) to and from artifact tensors.
+"""

@@ -1,0 +1,79 @@
+"""Data parallelism through torch.distributed (launched by torchrun), and nothing else.
+
+Every rank runs the same training with the same seed, takes ranks' shares of each global batch,
+and adds its gradients (sums over its samples / global batch size) with one all-reduce before
+each weight step, so the local learning rules stay local within a rank and the result matches
+one process with the same global batch. Backend: gloo on CPU, nccl for CUDA tensors.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.distributed as dist
+
+
+def launched() -> bool:
+    """True under torchrun (WORLD_SIZE > 1 in the environment)."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def init(device: torch.device | None = None) -> None:
+    """Join the process group torchrun describes (no-op for a single process)."""
+    if launched() and not dist.is_initialized():
+        backend = "nccl" if device is not None and device.type == "cuda" else "gloo"
+        dist.init_process_group(backend=backend)
+
+
+def active() -> bool:
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def rank() -> int:
+    return dist.get_rank() if active() else 0
+
+
+def world_size() -> int:
+    return dist.get_world_size() if active() else 1
+
+
+def sum_tensor(tensor: torch.Tensor) -> torch.Tensor:
+    """The sum of ``tensor`` over ranks (a copy; the tensor itself without a group)."""
+    if not active():
+        return tensor
+    out = tensor.clone()
+    dist.all_reduce(out, op=dist.ReduceOp.SUM)
+    return out
+
+
+def sum_gradients(grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Per-parameter gradients summed over ranks, in one flat all-reduce."""
+    if not active() or not grads:
+        return grads
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+    out, offset = [], 0
+    for g in grads:
+        out.append(flat[offset:offset + g.numel()].view_as(g))
+        offset += g.numel()
+    return out
+
+
+@torch.no_grad()
+def broadcast_parameters(module: torch.nn.Module) -> None:
+    """Rank 0's parameters on every rank (they start equal by seeding; this makes it certain)."""
+    if not active():
+        return
+    for p in module.parameters():
+        dist.broadcast(p.data, src=0)
+
+
+def barrier() -> None:
+    if active():
+        dist.barrier()
+
+
+def shutdown() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

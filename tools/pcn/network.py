@@ -1,0 +1,179 @@
+"""Networks as stacks of blocks: z_0 = x, z_l = f_l(z_{l-1}), l = 1..L.
+
+A block is one weight layer (Linear or Conv2d) followed by an activation and, in VGG blocks, a
+2x2 max-pool; the output block L is linear (its output u_L are the logits). Predictive coding puts
+one latent (or one error variable) on every block output, so the block is the unit every method
+here works with: ``net.blocks[l - 1]`` is f_l.
+
+Architectures (``arch``):
+
+- ``mlp``: ``depth`` weight layers (depth >= 1): Linear(in, width), depth - 2 x Linear(width,
+  width), Linear(width, classes); the input image is flattened.
+- ``vgg5``, ``vgg7``: the PCX benchmark definitions (Pinchetti et al., ICLR 2025): VGG-5 =
+  conv 128, 256, 512, 512 (3x3, pad 1, each followed by the activation and max-pool 2) + Linear;
+  VGG-7 = 128 (pool), 128, 256 (pool), 256 (pad 0), 512 (pool), 512 (pad 0) + Linear.
+- ``vgg9``, ``vgg11``, ``vgg13``: PCX publishes no such models. Ours keep VGG-5/7's style
+  (3x3 convs, pad 1, max-pool 2 after a pair) and count weight layers as the name says:
+  VGG-9 = 128, 128P, 256, 256P, 512, 512P, 512, 512P + Linear; VGG-11/13 = the standard CIFAR
+  VGG-11/13 convolution stacks (64 .. 512 channels) + Linear(512, 512), Linear(512, 512),
+  Linear(512, classes).
+
+``width_scale`` multiplies every convolution's channel count (reduced-width runs on CPU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import torch
+from torch import nn
+
+ACTIVATIONS = ("gelu", "relu", "tanh", "hardtanh", "leaky-relu", "identity")
+ARCHS = ("mlp", "vgg5", "vgg7", "vgg9", "vgg11", "vgg13")
+
+# (channels, padding, pool) per convolution; the output Linear follows.
+_VGG = {
+    "vgg5": [(128, 1, True), (256, 1, True), (512, 1, True), (512, 1, True)],
+    "vgg7": [(128, 1, True), (128, 1, False), (256, 1, True), (256, 0, False), (512, 1, True),
+             (512, 0, False)],
+    "vgg9": [(128, 1, False), (128, 1, True), (256, 1, False), (256, 1, True), (512, 1, False),
+             (512, 1, True), (512, 1, False), (512, 1, True)],
+    "vgg11": [(64, 1, True), (128, 1, True), (256, 1, False), (256, 1, True), (512, 1, False),
+              (512, 1, True), (512, 1, False), (512, 1, True)],
+    "vgg13": [(64, 1, False), (64, 1, True), (128, 1, False), (128, 1, True), (256, 1, False),
+              (256, 1, True), (512, 1, False), (512, 1, True), (512, 1, False), (512, 1, True)],
+}
+_VGG_HEAD = {"vgg5": (), "vgg7": (), "vgg9": (), "vgg11": (512, 512), "vgg13": (512, 512)}
+
+
+def activation(name: str) -> nn.Module:
+    """The activation module of ``name`` (one of :data:`ACTIVATIONS`)."""
+    table = {"gelu": nn.GELU, "relu": nn.ReLU, "tanh": nn.Tanh, "hardtanh": nn.Hardtanh,
+             "leaky-relu": nn.LeakyReLU, "identity": nn.Identity}
+    if name not in table:
+        raise ValueError(f"unknown activation '{name}' (one of {', '.join(ACTIVATIONS)})")
+    return table[name]()
+
+
+@dataclass
+class NetworkSpec:
+    """What a network is: enough to rebuild it from an artifact."""
+
+    arch: str = "mlp"
+    in_shape: tuple[int, int, int] = (1, 28, 28)   # (channels, height, width)
+    classes: int = 10
+    width: int = 128                               # MLP hidden width
+    depth: int = 4                                 # MLP weight layers L
+    width_scale: float = 1.0                       # VGG channel multiplier
+    activation: str = "gelu"
+    class_names: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["in_shape"] = list(self.in_shape)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "NetworkSpec":
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        if "in_shape" in known:
+            known["in_shape"] = tuple(int(v) for v in known["in_shape"])
+        return cls(**known)
+
+
+class Block(nn.Module):
+    """f_l(z) = pool(act(layer(flatten(z)))): one weight layer, its activation, an optional pool.
+
+    ``z``: (batch, C, H, W) for a conv block, (batch, features) or any shape (flattened) for a
+    linear block. The output block has ``act=None`` and no pool.
+    """
+
+    def __init__(self, layer: nn.Module, act: str | None, pool: bool = False):
+        super().__init__()
+        self.layer = layer
+        self.act = activation(act) if act else nn.Identity()
+        self.pool = nn.MaxPool2d(2, 2) if pool else nn.Identity()
+        self.flatten = isinstance(layer, nn.Linear)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        if self.flatten and z.dim() > 2:
+            z = z.flatten(1)
+        return self.pool(self.act(self.layer(z)))
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return self.layer.weight
+
+
+class Network(nn.Module):
+    """A stack of :class:`Block` s; ``forward(x)`` (batch, C, H, W) -> logits (batch, classes)."""
+
+    def __init__(self, spec: NetworkSpec):
+        super().__init__()
+        self.spec = spec
+        self.blocks = nn.ModuleList(_build_blocks(spec))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+    def activities(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The forward activities [z_1, ..., z_L] (z_L = logits)."""
+        out = []
+        for block in self.blocks:
+            x = block(x)
+            out.append(x)
+        return out
+
+    @property
+    def depth(self) -> int:
+        return len(self.blocks)
+
+
+def _build_blocks(spec: NetworkSpec) -> list[Block]:
+    channels, height, width = spec.in_shape
+    act = spec.activation
+    if spec.arch == "mlp":
+        if spec.depth < 1:
+            raise ValueError(f"an MLP needs depth >= 1 weight layers, got {spec.depth}")
+        sizes = [channels * height * width] + [spec.width] * (spec.depth - 1) + [spec.classes]
+        return [Block(nn.Linear(sizes[i], sizes[i + 1]), act if i < spec.depth - 1 else None)
+                for i in range(spec.depth)]
+    if spec.arch not in _VGG:
+        raise ValueError(f"unknown architecture '{spec.arch}' (one of {', '.join(ARCHS)})")
+    blocks, c, h, w = [], channels, height, width
+    for out_channels, pad, pool in _VGG[spec.arch]:
+        out_channels = max(1, int(round(out_channels * spec.width_scale)))
+        blocks.append(Block(nn.Conv2d(c, out_channels, 3, padding=pad), act, pool))
+        c, h, w = out_channels, h + 2 * pad - 2, w + 2 * pad - 2
+        if pool:
+            h, w = h // 2, w // 2
+        if h < 1 or w < 1:
+            raise ValueError(f"{spec.arch} needs larger images than {spec.in_shape[1]}x"
+                             f"{spec.in_shape[2]} (the feature map vanishes)")
+    features = c * h * w
+    for hidden in _VGG_HEAD[spec.arch]:
+        hidden = max(1, int(round(hidden * spec.width_scale)))
+        blocks.append(Block(nn.Linear(features, hidden), act))
+        features = hidden
+    blocks.append(Block(nn.Linear(features, spec.classes), None))
+    return blocks
+
+
+def build_network(spec: NetworkSpec, *, dtype=torch.float32, init: str = "default") -> Network:
+    """A freshly initialised network (torch's default init, or ``init='kaiming'`` normal)."""
+    net = Network(spec).to(dtype)
+    if init == "kaiming":
+        for block in net.blocks:
+            nn.init.kaiming_normal_(block.layer.weight, nonlinearity="relu")
+            nn.init.zeros_(block.layer.bias)
+    elif init != "default":
+        raise ValueError(f"unknown init '{init}' (default or kaiming)")
+    return net
+
+
+def fan_out_in(weight: torch.Tensor) -> tuple[int, int]:
+    """(m, n) = (fan-out, fan-in) of a Linear (out, in) or Conv2d (out, in, kH, kW) weight;
+    a convolution's fan-in includes the kernel area."""
+    return int(weight.shape[0]), int(weight[0].numel())

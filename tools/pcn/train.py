@@ -1,0 +1,343 @@
+"""Training: BP, PC, iPC and Meta-PCN on one network definition, with weight normalisation,
+AdamW under a warmup-cosine schedule, data-parallel gradient averaging and per-epoch records.
+
+Weight normalisation (Meta-PCN's regulariser, available to every method):
+    W <- gain * W / ((sqrt(m) + sqrt(n)) * std(W)),  m = fan-out, n = fan-in (a convolution's
+    fan-in includes the kernel area), std over every entry (population), biases untouched;
+(sqrt(m)+sqrt(n)) std(W) is the random-matrix estimate of ||W||_2, so the step keeps every layer's
+spectral norm near ``gain``. Applied at initialisation and after every weight step; optional
+entry-wise clipping to [-clip, clip] afterwards (off by default).
+
+Schedule (PCX's): the learning rate starts at lr, rises linearly to 1.1 lr over the first
+``warmup`` fraction of weight steps, then follows a cosine down to 0.1 lr.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from cortexkit.tools.pcn import distributed
+from cortexkit.tools.pcn.inference import (METHODS, InferenceConfig, InferenceResult,
+                                           binomial_tail, bp_gradients, imbalance,
+                                           meta_inference, pc_inference)
+from cortexkit.tools.pcn.network import Network, fan_out_in
+
+
+@dataclass
+class TrainConfig:
+    method: str = "meta-pcn"
+    epochs: int = 10
+    batch_size: int = 128
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    adam_eps: float = 1e-8
+    warmup: float = 0.1
+    weight_norm: bool = True
+    weight_norm_gain: float = 1.0
+    weight_clip: float | None = None
+    augment: bool = False
+    inference: InferenceConfig = field(default_factory=InferenceConfig)
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ValueError(f"unknown method '{self.method}' (one of {', '.join(METHODS)})")
+        if self.batch_size < 1 or self.epochs < 0:
+            raise ValueError("batch size must be >= 1 and epochs >= 0")
+
+
+@dataclass
+class Preprocess:
+    """x = (pixels / 255 - mean[c]) / std[c]; mean and std per channel."""
+
+    mean: list[float]
+    std: list[float]
+
+    def __call__(self, images: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
+        """``images``: uint8 (batch, C, H, W) -> float (batch, C, H, W)."""
+        x = images.to(dtype) / 255.0
+        mean = torch.tensor(self.mean, dtype=dtype).view(1, -1, 1, 1)
+        std = torch.tensor(self.std, dtype=dtype).view(1, -1, 1, 1)
+        return (x - mean) / std
+
+
+class TrainingDiverged(ValueError):
+    """A non-finite loss, energy or weight: names the epoch and the layer."""
+
+    def __init__(self, epoch: int, layer: int, what: str):
+        super().__init__(f"non-finite {what} at epoch {epoch}, layer {layer}; lower --lr or "
+                         "--state-lr (the --checkpoint file keeps the last good epoch)")
+        self.epoch, self.layer = epoch, layer
+
+
+# ---------------------------------------------------------------------------------------------
+# weights
+
+def spectral_proxy(weight: torch.Tensor) -> float:
+    """(sqrt(m) + sqrt(n)) * std(W): the random-matrix estimate of ||W||_2."""
+    m, n = fan_out_in(weight)
+    return float((math.sqrt(m) + math.sqrt(n)) * weight.detach().std(unbiased=False))
+
+
+@torch.no_grad()
+def normalize_weights(net: Network, gain: float = 1.0, clip: float | None = None) -> None:
+    """W <- gain * W / ((sqrt(m)+sqrt(n)) std(W)) for every block's weight; biases untouched."""
+    for block in net.blocks:
+        weight = block.layer.weight
+        m, n = fan_out_in(weight)
+        std = weight.std(unbiased=False)
+        if std > 0:
+            weight.mul_(gain / ((math.sqrt(m) + math.sqrt(n)) * std))
+        if clip is not None:
+            weight.clamp_(-clip, clip)
+
+
+def warmup_cosine(total_steps: int, warmup: float = 0.1) -> Callable[[int], float]:
+    """The learning-rate factor at weight step s (PCX: 1 -> 1.1 linearly, cosine to 0.1)."""
+    warm = max(1, int(round(warmup * total_steps)))
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return 1.0 + 0.1 * step / warm
+        rest = max(1, total_steps - warm)
+        progress = min(1.0, (step - warm) / rest)
+        return 0.1 + 0.5 * (1.1 - 0.1) * (1 + math.cos(math.pi * progress))
+
+    return factor
+
+
+def depth_warning(depth: int, method: str, cfg: InferenceConfig) -> str | None:
+    """A warning when T * eta_x is too small for the depth: information moves one layer per
+    Jacobi step, so the bottom layer sees P(Binomial(T, eta_x) >= L - 1) of its BP error."""
+    if method == "bp" or depth < 2:
+        return None
+    if method == "meta-pcn" and cfg.schedule == "sweep":
+        return None if cfg.steps >= 1 else "T = 0 inference steps: the hidden layers get no error"
+    reach = cfg.steps * cfg.state_lr / max(1e-12, 1 - cfg.momentum)
+    if reach >= depth - 1:
+        return None
+    factor = binomial_tail(cfg.steps, min(1.0, cfg.state_lr), depth - 1)
+    return (f"T * eta_x = {cfg.steps} * {cfg.state_lr:g} is small for {depth} layers (information "
+            f"moves one layer per step; the first layer gets about {factor:.2g} of its backprop "
+            f"error): raise --steps to >= {depth - 1} with --state-lr 1, or use --schedule sweep")
+
+
+# ---------------------------------------------------------------------------------------------
+# data
+
+def augment_batch(x: torch.Tensor, generator: torch.Generator, pad: int = 4) -> torch.Tensor:
+    """Random horizontal flip and random crop (zero padding ``pad``) of a float batch
+    (batch, C, H, W), drawn from ``generator`` (one draw per global batch)."""
+    n, _, h, w = x.shape
+    flip = torch.rand(n, generator=generator) < 0.5
+    x = torch.where(flip.view(-1, 1, 1, 1), x.flip(3), x)
+    padded = F.pad(x, (pad, pad, pad, pad))
+    dy = torch.randint(0, 2 * pad + 1, (n,), generator=generator)
+    dx = torch.randint(0, 2 * pad + 1, (n,), generator=generator)
+    cropped = torch.stack([padded[i, :, dy[i]:dy[i] + h, dx[i]:dx[i] + w] for i in range(n)])
+    return cropped
+
+
+@dataclass
+class Dataset:
+    """``images``: uint8 (N, C, H, W); ``labels``: int64 (N,)."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.images.shape[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# one batch
+
+def _inference(net: Network, x, y, cfg: TrainConfig, scale: float, weight_step=None,
+               record: bool = False) -> InferenceResult:
+    inf = cfg.inference
+    if cfg.method == "bp":
+        return bp_gradients(net, x, y, inf.loss, scale=scale)
+    if cfg.method == "meta-pcn":
+        return meta_inference(net, x, y, inf, scale=scale, record=record)
+    return pc_inference(net, x, y, inf, scale=scale, record=record,
+                        weight_step=weight_step if cfg.method == "ipc" else None)
+
+
+def _first_bad_layer(net: Network, grads: list[torch.Tensor], energy: torch.Tensor) -> int | None:
+    params = list(net.parameters())
+    owner = {id(p): l for l, block in enumerate(net.blocks, 1) for p in block.parameters()}
+    for p, g in zip(params, grads):
+        if not torch.isfinite(g).all() or not torch.isfinite(p).all():
+            return owner[id(p)]
+    bad = (~torch.isfinite(energy)).nonzero()
+    return int(bad[0]) + 1 if bad.numel() else None
+
+
+@dataclass
+class EpochRecord:
+    epoch: int
+    train_loss: float
+    train_top1: float
+    seconds: float
+    lr: float
+    layer_energy: list[float]
+    imbalance: float | None
+    test_top1: float | None = None
+    test_top5: float | None = None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class TrainResult:
+    history: list[EpochRecord]
+    trace: list[list[float]] | None = None     # (T + 1, L) layer energies over inference steps
+
+    @property
+    def best_top1(self) -> float | None:
+        scores = [r.test_top1 for r in self.history if r.test_top1 is not None]
+        return max(scores) if scores else None
+
+
+def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
+          test: Dataset | None = None, seed: int = 0,
+          on_epoch: Callable[[EpochRecord, Network], None] | None = None,
+          progress: Callable | None = None, device: torch.device | None = None) -> TrainResult:
+    """Train ``net`` in place. Under torchrun every rank runs this with the same seed: each takes
+    its share of every global batch and gradients are averaged before each weight step.
+    ``on_epoch`` is called on rank 0 after every finite epoch; ``progress(iterable, total, desc)``
+    wraps the batch loop (a tqdm bar)."""
+    rank, world = distributed.rank(), distributed.world_size()
+    dtype = next(net.parameters()).dtype
+    generator = torch.Generator().manual_seed(seed)
+    n = len(data)
+    batches = math.ceil(n / cfg.batch_size)
+    per_batch = cfg.inference.steps if cfg.method == "ipc" else 1
+    total = max(1, cfg.epochs * batches * per_batch)
+    opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                            eps=cfg.adam_eps)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(total, cfg.warmup))
+    if cfg.weight_norm:
+        normalize_weights(net, cfg.weight_norm_gain, cfg.weight_clip)
+    distributed.broadcast_parameters(net)
+    params = list(net.parameters())
+
+    def weight_step(grads: list[torch.Tensor]) -> None:
+        grads = distributed.sum_gradients(grads)
+        for p, g in zip(params, grads):
+            p.grad = g.to(p.dtype)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        if cfg.weight_norm:
+            normalize_weights(net, cfg.weight_norm_gain, cfg.weight_clip)
+
+    history: list[EpochRecord] = []
+    for epoch in range(1, cfg.epochs + 1):
+        start = time.perf_counter()
+        order = torch.randperm(n, generator=generator)
+        stats = torch.zeros(3 + net.depth, dtype=torch.float64)  # loss, correct, count, energies
+        loop = range(batches)
+        if progress is not None and rank == 0:
+            loop = progress(loop, total=batches, desc=f"epoch {epoch}/{cfg.epochs}")
+        for b in loop:
+            index = order[b * cfg.batch_size:(b + 1) * cfg.batch_size]
+            x = prep(data.images[index], dtype)
+            if cfg.augment:
+                x = augment_batch(x, generator)
+            local = slice(rank, None, world)
+            x, y = x[local].to(device or x.device), data.labels[index][local].to(device or x.device)
+            scale = 1.0 / len(index)
+            if len(y) == 0:
+                continue
+            res = _inference(net, x, y, cfg, scale, weight_step)
+            bad = _first_bad_layer(net, res.grads, res.layer_energy)
+            if bad is not None or not math.isfinite(float(res.loss)):
+                raise TrainingDiverged(epoch, bad or net.depth, "loss or error energy")
+            if cfg.method != "ipc":
+                weight_step(res.grads)
+            stats[0] += float(res.loss)
+            stats[1] += float((res.logits.argmax(1) == y).sum())
+            stats[2] += len(y)
+            stats[3:] += res.layer_energy.double().cpu() * len(y)
+        stats = distributed.sum_tensor(stats)
+        seconds = time.perf_counter() - start
+        bad = next((l for l, blk in enumerate(net.blocks, 1)
+                    if not all(torch.isfinite(p).all() for p in blk.parameters())), None)
+        if bad is not None:
+            raise TrainingDiverged(epoch, bad, "weight")
+        energy = (stats[3:] / stats[2].clamp(min=1)).tolist()
+        record = EpochRecord(epoch, float(stats[0] / stats[2]), float(stats[1] / stats[2]),
+                             seconds, float(sched.get_last_lr()[0]), energy,
+                             None if cfg.method == "bp" else imbalance(torch.tensor(energy)))
+        if test is not None and rank == 0:
+            record.test_top1, record.test_top5 = accuracy(net, test, prep, device)
+        history.append(record)
+        if on_epoch is not None and rank == 0:
+            on_epoch(record, net)
+    trace = None
+    if rank == 0 and cfg.method != "bp" and n:
+        index = torch.arange(min(n, cfg.batch_size))
+        x, y = prep(data.images[index], dtype), data.labels[index]
+        x, y = x.to(device or x.device), y.to(device or x.device)
+        snapshot = {k: v.clone() for k, v in net.state_dict().items()}
+        res = _inference(net, x, y, cfg, 1.0 / len(index), weight_step=lambda g: None, record=True)
+        net.load_state_dict(snapshot)
+        trace = res.trace.tolist() if res.trace is not None else None
+    return TrainResult(history, trace)
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation
+
+@torch.no_grad()
+def logits_of(net: Network, images: torch.Tensor, prep: Preprocess, device=None,
+              batch: int = 1000) -> torch.Tensor:
+    """One forward pass per batch: uint8 (N, C, H, W) -> logits (N, classes) on the CPU."""
+    p = next(net.parameters())
+    outs = [net(prep(images[i:i + batch], p.dtype).to(p.device)).cpu()
+            for i in range(0, images.shape[0], batch)]
+    classes = net.blocks[-1].layer.out_features
+    return torch.cat(outs) if outs else torch.zeros(0, classes, dtype=dtype)
+
+
+def accuracy(net: Network, data: Dataset, prep: Preprocess, device=None) -> tuple[float, float]:
+    """(top-1, top-5) of a single forward pass (the test rule of every method here)."""
+    logits = logits_of(net, data.images, prep)
+    if len(data) == 0:
+        return float("nan"), float("nan")
+    top1 = float((logits.argmax(1) == data.labels).double().mean())
+    k = min(5, logits.shape[1])
+    top5 = float((logits.topk(k, 1).indices == data.labels[:, None]).any(1).double().mean())
+    return top1, top5
+
+
+def evaluate(net: Network, data: Dataset, prep: Preprocess, method: str, cfg: InferenceConfig,
+             batch: int = 500) -> dict:
+    """Top-1/top-5 (one forward pass) and the per-layer error energies at the end of the
+    model's own inference (backprop's errors for ``bp``), averaged over the data."""
+    top1, top5 = accuracy(net, data, prep)
+    p = next(net.parameters())
+    sums = torch.zeros(net.depth, dtype=torch.float64)
+    loss = 0.0
+    for i in range(0, len(data), batch):
+        x = prep(data.images[i:i + batch], p.dtype).to(p.device)
+        y = data.labels[i:i + batch].to(p.device)
+        if method == "bp":
+            res = bp_gradients(net, x, y, cfg.loss, scale=1.0 / len(y), errors=True)
+        elif method == "meta-pcn":
+            res = meta_inference(net, x, y, cfg, scale=1.0 / len(y))
+        else:
+            res = pc_inference(net, x, y, cfg, scale=1.0 / len(y))
+        sums += res.layer_energy.double().cpu() * len(y)
+        loss += float(res.loss)
+    n = max(1, len(data))
+    energy = (sums / n).tolist()
+    return {"examples": len(data), "top1": top1, "top5": top5, "loss": loss / n,
+            "layer_energy": energy, "imbalance_log10": imbalance(torch.tensor(energy))}
