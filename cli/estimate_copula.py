@@ -60,12 +60,11 @@ Nothing is written on error.
     "EXAMPLES": """
 Simulate a Clayton copula, fit a CDC to it in the same pipeline, and score held-out rows:
 
-    cortexkit estimate-copula simulate --copula clayton:theta=3 -d 2 -n 16000 \\
-      --seed 1 \\
-        | cortexkit estimate-copula fit - --steps 3000 -o clayton.st
-    cortexkit estimate-copula simulate --copula clayton:theta=3 -d 2 -n 4000 \\
-      --seed 2 \\
-        --log-density -o test.st
+    cortexkit estimate-copula simulate --copula clayton:theta=3 -n 16000 \\
+      --seed 1 | cortexkit estimate-copula fit - --hidden 128 --depth 2 \\
+      --steps 3000 -o clayton.st
+    cortexkit estimate-copula simulate --copula clayton:theta=3 -n 4000 \\
+      --seed 2 --log-density -o test.st
     cortexkit estimate-copula evaluate clayton.st test.st --columns x1,x2
 
 Fit MAGIC's copula with a reduced CPU network and compare with the Gaussian copula:
@@ -112,6 +111,7 @@ D. Huk, T. Damoulas. Diffusion and Flow-based Copulas: Forgetting and Rememberin
 ICLR 2026 (arXiv 2509.19707). D. Huk et al., Your copula is a classifier in disguise (AISTATS
 2025). Nagler and Vatter, vinecopulib (the TLL vine baseline of the benchmarks).
 """,
+    "EXAMPLES_SHRINK": {"--steps 3000": "--steps 300"},
 }
 
 

@@ -61,21 +61,19 @@ per-layer error energies at the end of the model's own inference and their imbal
 log10(max/min) over hidden layers), predict (model + images -> a table of logits and labels).
 """,
     "EXAMPLES": """
-Meta-PCN on MNIST (10k/10k subset shipped with the project), with a per-epoch log and a plot:
+Meta-PCN on MNIST (the 10k/10k subset in the project's shared data), with a per-epoch log and
+a plot, scored on the test split; then the baselines on the same data, backprop with the same
+weight normalisation and PC:
 
-    cortexkit train-pcn train mnist.safetensors --split train \\
-      --test mnist.safetensors \\
-        --arch mlp --depth 8 --steps 8 --state-lr 1 --epochs 3 --log log.yaml \\
-        --plot pcn.png \\
-        -o meta.safetensors
-    cortexkit train-pcn evaluate meta.safetensors mnist.safetensors --split test
-
-The baselines on the same data: backprop with the same weight normalisation, and PC:
-
-    cortexkit train-pcn train mnist.safetensors --method bp --weight-norm \\
+    MNIST=../shared/data/pcn/mnist_png_train10k_test10k.safetensors
+    cortexkit train-pcn train $MNIST --split train --test $MNIST --arch mlp \\
+      --depth 8 --steps 8 --state-lr 1 --epochs 3 --log log.yaml \\
+      --plot pcn.png -o meta.safetensors
+    cortexkit train-pcn evaluate meta.safetensors $MNIST --split test
+    cortexkit train-pcn train $MNIST --method bp --weight-norm --epochs 3 \\
       -o bpwn.safetensors
-    cortexkit train-pcn train mnist.safetensors --method pc --steps 8 \\
-      --state-lr 0.1 -o pc.safetensors
+    cortexkit train-pcn train $MNIST --method pc --steps 8 --state-lr 0.1 \\
+      --epochs 3 -o pc.safetensors
 
 A VGG-5 at quarter width on CIFAR-10 python batches, with augmentation:
 
@@ -92,7 +90,7 @@ Predictions of an image folder (DIR/CLASS/*.png): a table artifact into another 
 Data-parallel on two CPU processes:
 
     torchrun --nproc-per-node 2 $(command -v cortexkit) train-pcn train \\
-      mnist.safetensors -o m.safetensors
+      images.safetensors -o m.safetensors
 """,
     "FILES": """
 - IMAGES :: a safetensors file (or -) with images (uint8, (N, C, H, W) or (N, H, W, C)) and labels
@@ -126,6 +124,7 @@ Networks with Meta-Prediction Errors. ICLR 2026. Baselines: J. Whittington, R. B
 Computation 2017 (PC); T. Salvatori et al., incremental PC (iPC), 2024; L. Pinchetti et al.,
 Benchmarking Predictive Coding Networks - Made Simple (PCX), ICLR 2025.
 """,
+    "EXAMPLES_SHRINK": {"--epochs 3": "--epochs 1"},
 }
 
 

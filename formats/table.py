@@ -48,6 +48,7 @@ class Table:
     columns: dict[str, np.ndarray]
     levels: dict[str, list[str]] = field(default_factory=dict)
     source: str = "<table>"
+    csv: bool = False  # read from CSV: messages give the file's line numbers too
 
     def __post_init__(self) -> None:
         lengths = {name: len(np.asarray(col)) for name, col in self.columns.items()}
@@ -100,7 +101,7 @@ class Table:
     def select(self, names: Sequence[str]) -> "Table":
         self.require(names)
         return Table({n: self.columns[n] for n in names},
-                     {n: self.levels[n] for n in names if n in self.levels}, self.source)
+                     {n: self.levels[n] for n in names if n in self.levels}, self.source, self.csv)
 
     def drop(self, names: Iterable[str]) -> "Table":
         gone = set(names)
@@ -108,7 +109,8 @@ class Table:
         return self.select([n for n in self.names if n not in gone])
 
     def rows(self, index) -> "Table":
-        """The rows at ``index`` (a slice, boolean mask or integer array) of every column."""
+        """The rows at ``index`` (a slice, boolean mask or integer array) of every column (their
+        row numbers are no longer the file's, so the subset does not count as CSV)."""
         return Table({n: c[index] for n, c in self.columns.items()}, dict(self.levels), self.source)
 
     def matrix(self, names: Sequence[str] | None = None, *, dtype=np.float64,
@@ -140,9 +142,9 @@ class Table:
             bad = np.flatnonzero(~np.isfinite(col))
             if bad.size:
                 i = int(bad[0])
-                raise CortexError(f"{self.source}: column '{name}', row {i + 1} (CSV line "
-                                  f"{i + 2}): {col[i]} is not a finite number "
-                                  f"({bad.size} such cell(s))")
+                line = f" (CSV line {i + 2})" if self.csv else ""
+                raise CortexError(f"{self.source}: column '{name}', row {i + 1}{line}: {col[i]} "
+                                  f"is not a finite number ({bad.size} such cell(s))")
 
     def codes(self, name: str) -> tuple[np.ndarray, list[str]]:
         """(int64 codes, level names) of a column: its own levels if categorical, else the
@@ -277,7 +279,7 @@ def parse_csv(data: bytes, name: str, categorical_columns: Iterable[str] = ()) -
             raise CortexError(f"{name}: line {i + 2}, column '{column}': '{cells[i]}' is not a "
                               f"number, but {len(cells) - len(bad)} other cells are (fix the "
                               "cell, or declare the column categorical)")
-    return Table(columns, levels, name)
+    return Table(columns, levels, name, csv=True)
 
 
 def to_csv(table: Table) -> bytes:

@@ -87,3 +87,9 @@ def one_line_error():
 @pytest.fixture
 def cortexkit_exe() -> str:
     return cortexkit_executable()
+
+
+@pytest.fixture(scope="session")
+def installed() -> tuple[str, dict]:
+    """The console script and the environment to run it in, for module-scoped fixtures."""
+    return cortexkit_executable(), _env()

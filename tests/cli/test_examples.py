@@ -22,12 +22,15 @@ import glob
 import importlib
 import os
 import re
+import shlex
 import shutil
 from pathlib import Path
 
+import click
 import pytest
 
 from cortexkit.cli import main as entry
+from cortexkit.cli.base import OutputPath
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("CORTEXKIT_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -40,7 +43,8 @@ EXTERNAL = ("yq", "parallel", "jq", "man")
 # the README's blocks: the set-up block installs (skipped part) and then runs the main job
 README_SHRINK = {"--fidelity lf -n 1000": "--fidelity lf -n 300",
                  "-o posterior.safetensors": "--max-epochs 3 -o posterior.safetensors",
-                 "--epsilon 1 -q": "--epsilon 1 --max-steps 20 -q"}
+                 "--epsilon 1 -q": "--epsilon 1 --max-steps 20 -q",
+                 "--steps 3000": "--steps 300", "--epochs 3": "--epochs 1"}
 INSTALL = re.compile(r"^(python3? -m venv \S+|\. \S+/activate|pip install .*)$")
 
 
@@ -91,6 +95,42 @@ def outputs_of(block: str) -> set[str]:
     return outs
 
 
+def positional_inputs(block: str) -> list[str]:
+    """The positional arguments of every ``cortexkit TOOL VERB`` call in a block, as click
+    parses them (so a folder like ``cifar-10-batches-py`` or ``digits/`` counts as an input,
+    whatever its name), except ``-`` and convert's OUT."""
+    names = []
+    text = block.replace("\\\n", " ")
+    for call in re.findall(r"cortexkit((?: [^|;&\n]+)?)", text):
+        try:
+            words = shlex.split(call)
+        except ValueError:
+            continue
+        command, words = entry.cli, list(words)
+        while isinstance(command, click.Group) and words:
+            sub = command.get_command(click.Context(command), words[0])
+            if sub is None:
+                break
+            command = sub
+            words.pop(0)
+        if isinstance(command, click.Group):
+            continue
+        words = [w for i, w in enumerate(words)  # no --config: its callback reads the file
+                 if w != "--config" and (i == 0 or words[i - 1] != "--config")]
+        try:
+            ctx = command.make_context("cortexkit", words, resilient_parsing=True)
+        except click.ClickException:
+            continue
+        for param in command.params:
+            if not isinstance(param, click.Argument) or isinstance(param.type, OutputPath):
+                continue
+            value = ctx.params.get(param.name)
+            for item in value if isinstance(value, tuple) else (value,):
+                if isinstance(item, str) and item != "-" and not item.startswith("$"):
+                    names.append(item)
+    return names
+
+
 def why_not_run(block: str, folder: Path) -> str | None:
     if "cortexkit" not in block:
         return "not a shell example"
@@ -103,7 +143,7 @@ def why_not_run(block: str, folder: Path) -> str | None:
         return f"needs the shared data ({SHARED})"
     outputs = outputs_of(block)
     missing = []
-    for name in sorted(set(FILE_RE.findall(block))):
+    for name in sorted(set(FILE_RE.findall(block)) | set(positional_inputs(block))):
         if name in outputs or "$" in name:
             continue
         path = Path(name) if name.startswith("/") else folder / name
@@ -169,5 +209,11 @@ def test_block_parsing_finds_user_files_and_outputs(tmp_path):
     (tmp_path / "a.csv").write_text("x\n1\n")
     assert why_not_run(blocks[0], tmp_path) is None
     assert why_not_run("partition: [sex]", tmp_path) == "not a shell example"
+    # a positional folder without a file extension is an input too
+    folder_block = "cortexkit train-pcn train cifar-10-batches-py --arch vgg5 -o v.st"
+    assert why_not_run(folder_block, tmp_path) == "needs user files: cifar-10-batches-py"
+    (tmp_path / "cifar-10-batches-py").mkdir()
+    assert why_not_run(folder_block, tmp_path) is None
+    assert positional_inputs("cortexkit convert a.csv - | cortexkit inspect -") == ["a.csv"]
     assert strip_install("python3 -m venv .venv && . .venv/bin/activate && pip install -e . "
                          "&& cortexkit inspect x.st") == "cortexkit inspect x.st"

@@ -109,3 +109,9 @@ def test_codes_select_drop_rows_matrix():
 def _tensors_meta(table):
     tensors, extra = T.to_tensors(table)
     return tensors, build_metadata("table", version="2", extra=extra)
+
+
+def test_non_finite_cell_of_an_artifact_names_no_csv_line(tmp_path):
+    table = T.from_matrix(np.array([[1.0], [np.nan]]), ["b"], source="t.st")
+    with pytest.raises(CortexError, match=r"^t.st: column 'b', row 2: nan is not a finite"):
+        table.check_finite()
