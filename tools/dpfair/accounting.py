@@ -161,11 +161,17 @@ def calibrate_sigma(laplace_b: float | None, sampling_rate: float, steps: int, e
     def eps(s: float) -> float:
         return epsilon_spent(s, laplace_b, sampling_rate, steps, delta)
 
-    lo, hi = 0.0, 1.0
+    # Bracket from above: a PLD at small sigma is the slow one to build, so start high and halve.
+    hi = 16.0
     while eps(hi) > epsilon:
-        lo, hi = hi, hi * 2.0
+        hi *= 2.0
         if hi > 1e4:
             raise ValueError("no sigma <= 1e4 reaches the target epsilon")
+    lo = hi / 2.0
+    while lo > 1e-3 and eps(lo) <= epsilon:
+        hi, lo = lo, lo / 2.0
+    if lo <= 1e-3:
+        lo = 0.0
     while (hi - lo) > tol * hi:
         mid = 0.5 * (lo + hi)
         if eps(mid) <= epsilon:
