@@ -364,6 +364,9 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
 @click.option("--given", default=None, metavar="I,J,...",
               help="Condition on a partial ranking: the top items in order (lehmer, fisher-yates, "
                    "inline, plackett-luce), or the order of the first r reference items (insertion).")
+@click.option("--given-file", "given_file", default=None, metavar="FILE",
+              help="Per-row evidence: 'given' (rows, r) padded with -1, or a table; one "
+                   "--given per row (with --items/--context: row for row).")
 @click.option("--items", "items_file", default=None, metavar="FILE",
               help="Conditional models: rows whose item ids to condition on (permutations artifact "
                    "with 'items', or a rating table); -n samples are drawn for each row.")
@@ -371,8 +374,8 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
               help="Feature-conditioned models: 'context' rows; one sample per row (-n per row).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=65536, show_default=True)
 @input_options
-def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, items_file, context_file,
-           batch_size, **kwargs):
+def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, given_file, items_file,
+           context_file, batch_size, **kwargs):
     """Draw permutations from a model, or decode its most likely ones (MODEL -> permutations)."""
     from cortexkit.tools.permutations import api, io
 
@@ -382,7 +385,8 @@ def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, it
     api.check_sample(model, config, items_file is not None)
     items = None if items_file is None else io.load_rows(model, items_file, opts)[1]
     context = io.model_context(model, context_file, None)
-    out = api.sample(model, config, items=items, context=context, seed=run.seed)
+    evidence = None if given_file is None else io.read_evidence(given_file, model.n)
+    out = api.sample(model, config, items=items, context=context, seed=run.seed, evidence=evidence)
     if out.message:
         run.info(out.message)
     run.detail(out.throughput())

@@ -62,3 +62,43 @@ def load_rows(model: PermutationModel, source, options: OrderOptions,
     if n != model.n:
         raise CortexError(f"{source}: holds permutations of n = {n} items, the model is for n = {model.n}")
     return orders, row_items(model, orders, source) if items else None
+
+
+def read_evidence(source, n: int) -> torch.Tensor:
+    """Per-row evidence ``(rows, r)`` int64 padded with -1 (``sample --given-file``), checked
+    against ``n`` before any work: a safetensors file (any kind) holding a ``given`` tensor, or a
+    table (CSV, NPY, NPZ, table artifact) of integers, one row per line, -1 (or, in CSV, an
+    empty cell) after the revealed items."""
+    import numpy as np
+
+    from cortexkit.formats import tables as raw
+    from cortexkit.formats.stdio import display_name, read_bytes
+    from cortexkit.formats.table import parse_table
+    from cortexkit.tools.permutations import evidence as E
+
+    name = display_name(source)
+    data = read_bytes(source)
+    if not data:
+        raise CortexError(f"{name}: empty input, expected per-row evidence (a 'given' tensor or a table)")
+    given = None
+    if raw.sniff(data) == "safetensors":
+        from cortexkit.formats.artifact import decode
+
+        art = decode(data, name, "np")
+        if "given" in art.tensors:
+            given = np.asarray(art.tensors["given"])
+            if given.dtype.kind not in "iu" or given.ndim not in (1, 2):
+                raise CortexError(f"{name}: 'given' must be an integer tensor (rows, r) padded with -1, "
+                                  f"got {given.dtype} of shape {list(given.shape)}")
+    if given is None:
+        table = parse_table(data, name)
+        x = table.matrix(dtype=np.float64, finite=False)
+        x = np.where(np.isnan(x), -1.0, x)  # an empty CSV cell is padding
+        if not np.isfinite(x).all() or not np.array_equal(x, np.round(x)):
+            r, c = map(int, np.argwhere(~np.isfinite(x) | (x != np.round(x)))[0])
+            raise CortexError(f"{name}: row {r + 1}, column '{table.names[c]}' holds {x[r, c]}, "
+                              "not an item index (give 0-based items, -1 for padding)")
+        given = x.astype(np.int64)
+    if len(given) == 0:
+        raise CortexError(f"{name}: holds no evidence rows")
+    return E.check_given(torch.as_tensor(given.astype(np.int64)), n, name)

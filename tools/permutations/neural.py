@@ -276,7 +276,8 @@ class IncrementalDecoder:
     reorders them with :meth:`reorder`.
     """
 
-    def __init__(self, net: PermutationTransformer, rows: int, context: torch.Tensor | None = None):
+    def __init__(self, net: PermutationTransformer, rows: int, context: torch.Tensor | None = None,
+                 capacity: int | None = None):
         if net.config.mode != "ar":
             raise ValueError("incremental decoding needs an autoregressive model")
         self.net = net
@@ -299,9 +300,17 @@ class IncrementalDecoder:
                 ctx = ctx + net.context_position[:m]
         self.m = m
         size = m + self.n
-        # caches (positions, rows, heads, head_dim): a step writes one contiguous slab
-        self.keys = [torch.empty(size, rows, self.h, self.dh, device=device) for _ in net.encoder.layers]
-        self.values = [torch.empty(size, rows, self.h, self.dh, device=device) for _ in net.encoder.layers]
+        # caches (positions, rows, heads, head_dim): a step writes one contiguous slab. Beam
+        # search (``capacity``: the most rows it will hold) reorders into a second set of
+        # buffers allocated once, so no step touches fresh memory (page faults cost more than
+        # the copy on one CPU core)
+        self.size = size
+        self.capacity = max(rows, capacity or rows)
+        layers = len(net.encoder.layers)
+        self._storage = [[torch.empty(size * self.capacity * self.d, device=device) for _ in range(2 * layers)]
+                         for _ in range(2 if capacity else 1)]
+        self._current = 0
+        self._views(rows)
         self.length = 0
         if m:
             self._run(ctx)  # context tokens attend to each other only
@@ -359,18 +368,31 @@ class IncrementalDecoder:
         logits = logits.masked_fill(~net.legal[i], float("-inf"))
         return torch.log_softmax(logits, dim=-1)
 
+    def _views(self, rows: int, which: int | None = None) -> list[torch.Tensor]:
+        """Key and value caches ``(positions, rows, heads, head_dim)`` of buffer set ``which``
+        (default: the current one becomes these views)."""
+        store = self._storage[self._current if which is None else which]
+        count = self.size * rows * self.d
+        views = [buf[:count].view(self.size, rows, self.h, self.dh) for buf in store]
+        if which is None:
+            layers = len(views) // 2
+            self.keys, self.values = views[:layers], views[layers:]
+        return views
+
     def reorder(self, index: torch.Tensor) -> None:
         """Keep rows ``index`` ``(rows',)`` (beam search: the parents of the new beams)."""
         index = index.to(self.device)
         filled = self.length
-
-        def gather(cache):  # only the filled positions are copied
-            out = cache.new_empty(cache.shape[0], len(index), *cache.shape[2:])
-            torch.index_select(cache[:filled], 1, index, out=out[:filled])
-            return out
-
-        self.keys = [gather(k) for k in self.keys]
-        self.values = [gather(v) for v in self.values]
+        if len(index) > self.capacity:
+            raise ValueError(f"reorder to {len(index)} rows; the decoder holds at most {self.capacity}")
+        old = self.keys + self.values
+        if len(self._storage) == 1:  # no spare buffers: fresh ones
+            self._storage.append([torch.empty_like(buf) for buf in self._storage[0]])
+        spare = 1 - self._current
+        for src, dst in zip(old, self._views(len(index), spare)):  # only the filled positions
+            torch.index_select(src[:filled], 1, index, out=dst[:filled])
+        self._current = spare
+        self._views(len(index))
         if self.aligned is not None:
             self.aligned = self.aligned.index_select(0, index)
         if self.taken is not None:
@@ -442,7 +464,7 @@ def ar_beam_search_codes(net: PermutationTransformer, num: int, *, beam_width: i
         if known:
             c[:, 0, :known] = (prefix.to(device).expand(size, known) if prefix.dim() == 1
                                else prefix[start:start + size].to(device))
-        dec = IncrementalDecoder(net, size, ctx)
+        dec = IncrementalDecoder(net, size, ctx, capacity=size * beam_width)
         score = torch.zeros(size, 1, dtype=torch.float64, device=device)
         previous = None
         for i in range(n):
@@ -452,10 +474,17 @@ def ar_beam_search_codes(net: PermutationTransformer, num: int, *, beam_width: i
                 previous = c[:, :, i].flatten()
                 continue
             joint = (score[:, :, None] + logp).flatten(1)  # (size, width * n)
-            score, flat = joint.topk(min(beam_width, joint.shape[1]), dim=1)
+            last = i == n - 1
+            # best first at the end; before, beams in parent order (the caches are read in order)
+            score, flat = joint.topk(min(beam_width, joint.shape[1]), dim=1, sorted=last)
+            if not last:
+                flat, order = flat.sort(dim=1)
+                score = score.gather(1, order)
             parent = torch.div(flat, n, rounding_mode="floor")
-            c = c.gather(1, parent[..., None].expand(*parent.shape, n)).clone()
+            c = c.gather(1, parent[..., None].expand(*parent.shape, n))
             c[:, :, i] = flat % n
+            if last:  # nothing reads the caches again
+                break
             rows = (torch.arange(size, device=device)[:, None] * width + parent).flatten()
             dec.reorder(rows)
             previous = c[:, :, i].flatten()
