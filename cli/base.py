@@ -695,3 +695,13 @@ def require_matplotlib() -> None:
 def tool_group(name: str, help: str) -> CortexGroup:
     """The click group of one tool; its verbs are declared with :func:`verb`."""
     return CortexGroup(name=name, help=help, context_settings=CONTEXT_SETTINGS)
+
+
+def option_set(*decorators: Callable) -> Callable:
+    """Several click options as one decorator (applied in the order written), for option groups
+    that more than one verb shares."""
+    def apply(func: Callable) -> Callable:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+    return apply

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import NONNEGATIVE, POSITIVE, Float, output_option, require_matplotlib, tool_group, verb
+from cortexkit.cli.base import NONNEGATIVE, POSITIVE, Float, option_set, output_option, require_matplotlib, tool_group, verb
 from cortexkit.tools.dpfair import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 KIND_MODEL = "dpfair-model"
@@ -156,15 +156,7 @@ Connect the Dots: Tighter Discrete Approximations of Privacy Loss Distributions,
 # ---------------------------------------------------------------------------------------------
 # option sets
 
-def _options(*decorators):
-    def apply(func):
-        for decorator in reversed(decorators):
-            func = decorator(func)
-        return func
-    return apply
-
-
-data_options = _options(
+data_options = option_set(
     click.option("--label", required=True, metavar="COL", help="Label column (binary or categorical)."),
     click.option("--sensitive", default="", metavar="COL[,COL]",
                  help="Sensitive column(s); groups are the product of their values. Not used as features."),
@@ -173,7 +165,7 @@ data_options = _options(
                  help="Numerically coded columns that are categories (one-hot, not z-scored)."),
 )
 
-train_options = _options(
+train_options = option_set(
     click.option("--constraint", default="demographic-parity", show_default=True,
                  metavar="demographic-parity|equalized-odds|fnr|none|FILE.yaml",
                  help="Rate constraints; none = plain DP-SGD."),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import tool_group, verb
+from cortexkit.cli.base import option_set, tool_group, verb
 
 KIND_TOKENIZER = "eeg-tokenizer"
 KIND_TOKENS = "eeg-tokens"
@@ -118,15 +118,7 @@ ICLR 2024). Reading and filtering: MNE-Python (Gramfort et al. 2013).
 }
 
 
-def _options(*decorators):
-    def apply(func):
-        for decorator in reversed(decorators):
-            func = decorator(func)
-        return func
-    return apply
-
-
-recording_options = _options(
+recording_options = option_set(
     click.option("--stride", type=click.FloatRange(min=0, min_open=True), default=None,
                  help="Seconds between window starts (default: one window, no overlap)."),
     click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
@@ -272,19 +264,10 @@ def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, 
 
 
 def _training_windows(run, recordings, prep, stride, sfreq, channel_names, units, max_windows):
-    import numpy as np
-
     from cortexkit.formats import eeg
-    from cortexkit.formats.errors import CortexError
 
     stream = _recordings(run, recordings, prep, sfreq, channel_names, units)
-    x = [b.x for b in eeg.iter_windows(stream, prep, stride, 64)]
-    x = np.concatenate(x) if x else np.zeros((0,))
-    if len(x) < 2:
-        raise CortexError(f"training needs at least 2 windows of {prep.window_seconds:g} s, "
-                          f"the recordings give {len(x)}")
-    if max_windows and len(x) > max_windows:
-        x = x[np.linspace(0, len(x) - 1, max_windows).round().astype(int)]
+    x = eeg.collect_windows(stream, prep, stride, max_windows)
     high = float(eeg.high_amplitude(x, prep).mean())
     run.info(f"{len(x)} training windows of {prep.window_seconds:g} s; "
              f"{100 * high:.1f}% with |x| >= 100 uV")
@@ -434,33 +417,14 @@ def _parts(text):
     return parts
 
 
-def _is_tokens(path):
-    from pathlib import Path
-
-    if path == "-":
-        return True
-    if Path(path).suffix.lower() != ".safetensors" or not Path(path).is_file():
-        return False
-    import json
-    import struct
-
-    with open(path, "rb") as handle:  # the safetensors header only, not the tensors
-        raw = handle.read(8)
-        size = struct.unpack("<Q", raw)[0] if len(raw) == 8 else 0
-        try:
-            header = json.loads(handle.read(min(size, 100 << 20)))
-        except ValueError:
-            return False
-    return isinstance(header, dict) and \
-        (header.get("__metadata__") or {}).get("cortexkit.kind") == KIND_TOKENS
-
-
 def _feature_inputs(run, inputs, model, prep, stride, batch_size, sfreq, channel_names, units):
     import numpy as np
 
     from cortexkit.formats.errors import CortexError
 
-    if any(_is_tokens(p) for p in inputs):
+    from cortexkit.formats.eeg import is_artifact_of_kind
+
+    if any(p == "-" or is_artifact_of_kind(p, KIND_TOKENS) for p in inputs):
         if len(inputs) != 1:
             raise CortexError("features takes one eeg-tokens artifact, or recordings, not both")
         artifact, token_t, token_f = _read_tokens(run, inputs[0], model, prep)

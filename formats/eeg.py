@@ -314,3 +314,37 @@ def high_amplitude(x: np.ndarray, preprocessing: Preprocessing) -> np.ndarray:
     """Per window (batch,) True where some |x| >= 100 uV (outside CodeBrain's pretraining data)."""
     limit = HIGH_AMPLITUDE_UV / preprocessing.scale_uv
     return np.abs(x).reshape(len(x), -1).max(axis=1) >= limit
+
+
+def is_artifact_of_kind(path: str, kind: str) -> bool:
+    """Whether ``path`` is a safetensors artifact of ``kind``, read from its header alone (the
+    tensors are not loaded): lets one argument take either recordings or an artifact."""
+    import json
+    import struct
+    from pathlib import Path
+
+    if Path(path).suffix.lower() != ".safetensors" or not Path(path).is_file():
+        return False
+    with open(path, "rb") as handle:
+        raw = handle.read(8)
+        size = struct.unpack("<Q", raw)[0] if len(raw) == 8 else 0
+        try:
+            header = json.loads(handle.read(min(size, 100 << 20)))
+        except ValueError:
+            return False
+    return isinstance(header, dict) and \
+        (header.get("__metadata__") or {}).get("cortexkit.kind") == kind
+
+
+def collect_windows(recordings, prep: "Preprocessing", stride: float | None = None,
+                    max_windows: int = 0) -> np.ndarray:
+    """Every window of ``recordings`` in memory, (N, C, P, L) float32 in 100 uV; at most
+    ``max_windows`` evenly spaced ones (0 = all). At least 2 windows (training needs a pair)."""
+    x = [b.x for b in iter_windows(recordings, prep, stride, 64)]
+    x = np.concatenate(x) if x else np.zeros((0,))
+    if len(x) < 2:
+        raise CortexError(f"training needs at least 2 windows of {prep.window_seconds:g} s, "
+                          f"the recordings give {len(x)}")
+    if max_windows and len(x) > max_windows:
+        x = x[np.linspace(0, len(x) - 1, max_windows).round().astype(int)]
+    return x

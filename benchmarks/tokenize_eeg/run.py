@@ -105,6 +105,9 @@ def recon_part(args, log):
     for codebooks in ("dual", "frequency"):
         model, history, seconds = train_tokenizer(train, args, codebooks, log)
         report = api.evaluate(model, (Batch(test[i:i + 32]) for i in range(0, len(test), 32)))
+        # the same metrics on the training windows: underfitting (train ~ test) or overfitting
+        report["train_reconstruction"] = api.evaluate(
+            model, (Batch(train[i:i + 32]) for i in range(0, len(train), 32)))["reconstruction"]
         report.update(train_seconds=seconds, final_loss={k: v for k, v in history[-1].items()
                                                          if not k.startswith("codebook")})
         out["tfdual" if codebooks == "dual" else "frequency_only"] = report
@@ -143,10 +146,20 @@ def band_power(x):
     return np.concatenate(feats, axis=1)
 
 
-def token_features(model, x):
+def token_features(model, x, parts=("hist", "mean")):
     enc = api.encode_windows(model, [Batch(x[i:i + 32]) for i in range(0, len(x), 32)])
-    cols = api.features(model, enc.token_t, enc.token_f)
+    cols = api.features(model, enc.token_t, enc.token_f, parts=parts)
     return np.stack([cols[k] for k in cols], axis=1)
+
+
+def feature_sets(models, x):
+    """Token features per model: both groups (what `features` writes by default), and the mean
+    quantized vectors alone (64 dims instead of 2 x K sparse histogram shares)."""
+    out = {}
+    for name, model in models.items():
+        out[f"tokens_{name}"] = token_features(model, x)
+        out[f"tokens_{name}_mean_only"] = token_features(model, x, ("mean",))
+    return out
 
 
 def probe_score(train_x, train_y, test_x, test_y):
@@ -164,8 +177,9 @@ def probe_part(args, models, log):
     runs = [f"S001R{i:02d}.edf" for i in range(3, 15)]
     data = [onset_windows(r, prep) for r in runs]
     feats = {"band_power": [band_power(x) for x, _ in data]}
-    for name, model in models.items():
-        feats[f"tokens_{name}"] = [token_features(model, x) for x, _ in data]
+    per_run = [feature_sets(models, x) for x, _ in data]
+    for name in per_run[0]:
+        feats[name] = [f[name] for f in per_run]
     ys = [np.array([0 if t == "T0" else 1 for t in labels]) for _, labels in data]
     out = {"rest_vs_task": {"windows": int(sum(len(y) for y in ys)),
                             "majority_baseline": float(max(np.mean(np.concatenate(ys)),
@@ -184,7 +198,7 @@ def probe_part(args, models, log):
     y = np.concatenate([np.zeros(len(eo), int), np.ones(len(ec), int)])
     half = np.concatenate([np.arange(len(eo)) < len(eo) // 2, np.arange(len(ec)) < len(ec) // 2])
     eoec = {"windows": int(len(x)), "split": "first vs second half of each run, both ways"}
-    sets = {"band_power": band_power(x), **{f"tokens_{n}": token_features(m, x) for n, m in models.items()}}
+    sets = {"band_power": band_power(x), **feature_sets(models, x)}
     for name, f in sets.items():
         a = probe_score(f[half], y[half], f[~half], y[~half])
         b = probe_score(f[~half], y[~half], f[half], y[half])

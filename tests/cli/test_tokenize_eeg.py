@@ -138,6 +138,32 @@ def test_features_pipeline_into_another_tool(sh, capsys, trained, shared_data, t
     assert set(d.strings("label")) <= {"T0", "T1", "T2"}
 
 
+def test_features_pipe_into_dp_fairness_train(sh, capsys, trained, shared_data, tmp_path):
+    """tokenize-eeg features | dp-fairness-train train - : the table, its categorical label and
+    the feature columns reach the other tool as they are (issue 20's pipeline)."""
+    tok, _ = trained
+    runs = " ".join(str(shared_data / S001 / f"S001R0{i}.edf") for i in (3, 4))
+    feats, model = tmp_path / "f.st", tmp_path / "m.st"
+    proc = sh(f"cortexkit tokenize-eeg features {tok} {runs} --stride 4 -q | tee {feats} "
+              f"| cortexkit dp-fairness-train train - --label label --drop source,window_start "
+              f"--constraint none --epsilon 4 --steps 20 --batch-size 32 -q -o {model}")
+    assert proc.returncode == 0, proc.stderr
+    fitted = read(model, "dpfair-model").meta_json("dpfair.model")
+    assert fitted["label"] == "label" and set(fitted["classes"]) <= {"T0", "T1", "T2"}
+    assert len(fitted["classes"]) >= 2
+    expected = [f"{kind}_{s}_{j}" for s in "tf" for kind, n in (("hist", 16), ("mean", 32))
+                for j in range(n)]
+    assert fitted["feature_names"] == expected  # no source/window_start/label among them
+    code, err = inproc(capsys, "dp-fairness-train", "evaluate", model, feats, "-o",
+                       tmp_path / "ev.yaml")
+    assert code == 0, err
+    import yaml
+
+    report = yaml.safe_load((tmp_path / "ev.yaml").read_text())
+    assert report["rows"] == 62 and 0 <= report["accuracy"] <= 1
+    assert report["privacy"]["epsilon_spent"] <= 4
+
+
 def test_array_recording_with_own_montage(capsys, tmp_path):
     rng = np.random.default_rng(0)
     np.save(tmp_path / "rec.npy", rng.normal(0, 20, (3, 250 * 20)))
