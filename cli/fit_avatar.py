@@ -49,7 +49,10 @@ with --template-units (glTF means metres, many assets are in cm). Everything ins
 template whose Procrustes scale to the triangulated subject is outside [0.2, 5] is rejected as a
 unit mistake. export writes metres.
 
-Per-vertex colour from images (BigMaQ's texture stage) is not implemented.
+Texture (shape --images DIR): per-vertex colour from the faces visible in the keyframes
+(one face per pixel, nearest first), averaged over pixels, cameras and keyframes; BigMaQ's
+photometric refinement of the colours is not done. Masks from image files: --masks DIR on shape
+and track (DIR/<camera>/, one image per frame in name order, cropped by area averaging).
 """,
     "EXAMPLES": """
 The synthetic protocol: the Fox walking in front of 16 virtual cameras, a hidden individual,
@@ -190,6 +193,32 @@ def _views(run, inputs, calibration, units, camera_names):
     return views
 
 
+def _file_masks(views, folder, crop):
+    """--masks DIR: full-size mask images per camera -> crop masks in views (replacing any)."""
+    if folder is None:
+        return views
+    from cortexkit.formats.keypoints2d import image_folders, read_mask
+    from cortexkit.tools.avatar.fit import Observations, crops_from_keypoints
+    from cortexkit.tools.avatar.texture import masks_from_files
+
+    cams = views["cameras"]
+    files = image_folders(folder, cams.names, len(views["keypoints"]), "masks")
+    crops = views["crops"]
+    size = crop if views["masks"] is None else int(views["masks"].shape[-1])
+    if crops is None:
+        crops = crops_from_keypoints(Observations(cams, views["keypoints"], views["confidence"],
+                                                  views["keypoint_names"]), size)
+
+    def read(f, c):
+        mask = read_mask(files[c][f])
+        if mask.shape != (int(cams.size[c, 1]), int(cams.size[c, 0])):
+            raise CortexError(f"{files[c][f]}: mask is {mask.shape[1]}x{mask.shape[0]}, camera "
+                              f"{cams.names[c]} is {int(cams.size[c, 0])}x{int(cams.size[c, 1])}")
+        return mask
+
+    return {**views, "crops": crops, "masks": masks_from_files(read, crops, size)}
+
+
 def _observations(views, template):
     from cortexkit.tools.avatar.fit import Observations
 
@@ -245,8 +274,12 @@ def _with(options):
 @click.option("--radius", type=click.FloatRange(min=0, min_open=True), default=2.2, show_default=True,
               help="Virtual ring radius, body lengths.")
 @click.option("--keypoints", type=click.Path(dir_okay=False), default=None, help="Keypoint map YAML.")
+@click.option("--image-dir", type=click.Path(file_okay=False), default=None,
+              help="Also write full-size colour renders of a hidden per-vertex colouring, DIR/<camera>/NNNNN.png.")
+@click.option("--mask-dir", type=click.Path(file_okay=False), default=None,
+              help="Also write full-size masks, DIR/<camera>/NNNNN.png.")
 def synth(run, template, template_units, clip, frames, rig, units, noise, dropout, outliers, crop, masks,
-          bone_sd, offset_size, radius, keypoints):
+          bone_sd, offset_size, radius, keypoints, image_dir, mask_dir):
     """Synthetic views of a hidden individual: 2D keypoints with noise, dropout, outliers, masks, truth."""
     from cortexkit.tools.avatar.io import VIEWS, views_to_tensors
     from cortexkit.tools.avatar.synth import SynthConfig, make_views
@@ -263,9 +296,32 @@ def synth(run, template, template_units, clip, frames, rig, units, noise, dropou
                          offset_size=offset_size, crop=crop, masks=masks, seed=run.seed)
     cams, syn = make_views(tpl, clips[clip]["world"] if clip else None, factor, rig, rig_cal, config,
                            frames=frames, radius=radius)
+    truth = {**syn.truth, "clean2d": syn.clean}
+    if image_dir or mask_dir:
+        from cortexkit.tools.avatar.texture import synthetic_colors
+
+        truth["colors"] = synthetic_colors(tpl.vertices)
+        _write_renders(cams, syn.truth["vertices"], tpl.faces, truth["colors"], image_dir, mask_dir)
     tensors, meta = views_to_tensors(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, crops=syn.crops,
-                                     masks=syn.masks, truth={**syn.truth, "clean2d": syn.clean})
+                                     masks=syn.masks, truth=truth)
     run.write_artifact(tensors, VIEWS, metadata=meta)
+
+
+def _write_renders(cams, vertices, faces, colors, image_dir, mask_dir):
+    import cv2
+
+    from cortexkit.tools.avatar.texture import render
+
+    for folder, cols in ((image_dir, colors), (mask_dir, None)):
+        if folder is None:
+            continue
+        for name in cams.names:
+            os.makedirs(os.path.join(folder, name), exist_ok=True)
+        for f, verts in enumerate(vertices):
+            for name, img in zip(cams.names, render(cams, verts, faces, cols)):
+                path = os.path.join(folder, name, f"{f:05d}.png")
+                if not cv2.imwrite(path, img):
+                    raise CortexError(f"{path}: cannot write the image")
 
 
 @verb(group, "triangulate", output="artifact", advanced=("max_pairs",))
@@ -299,6 +355,9 @@ fit_opts = [
     click.option("--limits", type=click.Path(dir_okay=False), default=None,
                  help="Joint limits YAML (joint: [[lo x,y,z],[hi x,y,z]] radians)."),
     click.option("--exclude-offsets", default=None, help="Regex of joints whose vertices get no offset (e.g. hand)."),
+    click.option("--masks", "masks_dir", type=click.Path(file_okay=False), default=None,
+                 help="Folder of mask images, DIR/<camera>/ one per frame in name order (read with "
+                      "OpenCV; replaces the views' masks)."),
     click.option("--silhouettes/--no-silhouettes", default=True, show_default=True, help="Use masks when present."),
     click.option("--gate", type=click.FloatRange(min=0), default=2.0, show_default=True,
                  help="Silhouettes count once keypoints fit within this many crop px."),
@@ -320,16 +379,27 @@ FIT_ADVANCED = ("limits", "exclude_offsets", "gate", "silhouette_weight", "tempo
               help="Keyframes spread evenly over the sequence.")
 @click.option("--keyframes", default=None, help="Explicit keyframe indices, comma-separated.")
 @click.option("--steps", default="100,150,150,60", show_default=True, help="Adam steps: global,pose,bones,mesh.")
+@click.option("--images", "images_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder of colour images, DIR/<camera>/ one per frame in name order: per-vertex "
+                   "colour from the visible faces of the keyframes (texture stage).")
 @_with(fit_opts)
 def shape(run, template, inputs, template_units, calibration, units, camera_names, n_keyframes, keyframes,
-          steps, keypoints, limits, exclude_offsets, silhouettes, gate, silhouette_weight, temporal_weight, lr):
+          steps, images_dir, keypoints, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
+          temporal_weight, lr):
     """Subject avatar over keyframes: template + views -> avatar (scale, bone scales, offsets)."""
+    import torch
+
     from cortexkit.tools.avatar.fit import fit_avatar_shape
     from cortexkit.tools.avatar.io import AVATAR, avatar_to_tensors
 
     tpl, _, _, _ = _template(run, template, template_units, keypoints, limits, exclude_offsets)
-    views = _views(run, inputs, calibration, units, camera_names)
+    views = _file_masks(_views(run, inputs, calibration, units, camera_names), masks_dir, 64)
     tpl, obs = _observations(views, tpl)
+    image_files = None
+    if images_dir is not None:
+        from cortexkit.formats.keypoints2d import image_folders
+
+        image_files = image_folders(images_dir, obs.cameras.names, len(obs.keypoints))
     try:
         stage_steps = tuple(int(s) for s in steps.split(","))
         assert len(stage_steps) == 4 and min(stage_steps) >= 0
@@ -339,7 +409,19 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
     config = _fit_config(silhouettes=silhouettes, gate=gate, silhouette_weight=silhouette_weight,
                          temporal_weight=temporal_weight, lr=lr, shape_steps=stage_steps)
     result = fit_avatar_shape(tpl, obs, config, n_keyframes, picked, log=run.info)
-    tensors, meta = avatar_to_tensors(tpl, result.shape)
+    colors = None
+    if image_files is not None:
+        from cortexkit.formats.keypoints2d import read_image
+        from cortexkit.tools.avatar.model import forward
+        from cortexkit.tools.avatar.texture import vertex_colors
+
+        with torch.no_grad():
+            verts, _, _ = forward(tpl, result.shape, result.pose)
+        colors, seen = vertex_colors(verts, tpl.faces, tpl.edges, obs.cameras,
+                                     lambda b, c: read_image(image_files[c][result.keyframes[b]]))
+        run.info(f"texture: {int(seen.sum())} of {len(seen)} vertices seen in "
+                 f"{len(result.keyframes)} keyframes x {len(obs.cameras)} cameras")
+    tensors, meta = avatar_to_tensors(tpl, result.shape, colors)
     run.write_artifact(tensors, AVATAR, metadata=meta)
 
 
@@ -356,7 +438,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="Multi-view overlay PNG of the middle frame.")
 @_with(fit_opts[3:])
 def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps, window, overlap, plot,
-          silhouettes, gate, silhouette_weight, temporal_weight, lr):
+          masks_dir, silhouettes, gate, silhouette_weight, temporal_weight, lr):
     """Per-frame pose with the avatar frozen: avatar + views -> avatar-poses."""
     import time
 
@@ -368,7 +450,7 @@ def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps,
     if overlap >= window:
         raise CortexError(f"--overlap {overlap} must be smaller than --window {window}")
     tpl, shp, _ = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
-    views = _views(run, inputs, calibration, units, camera_names)
+    views = _file_masks(_views(run, inputs, calibration, units, camera_names), masks_dir, 64)
     tpl, obs = _observations(views, tpl)
     config = _fit_config(silhouettes=silhouettes, gate=gate, silhouette_weight=silhouette_weight,
                          temporal_weight=temporal_weight, lr=lr, track_steps=steps, window=window,
@@ -404,16 +486,19 @@ def export(run, avatar, poses, obj_dir):
     output = run.output
     if not output.lower().endswith((".glb", ".gltf")):
         raise CortexError(f"-o {output}: the export is glTF; name it .glb or .gltf")
-    tpl, shp, _ = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
+    tpl, shp, colors = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
+    colors = None if colors is None else colors.double().numpy()
     art = run.read_artifact(poses, POSES)
     pose = poses_from_artifact(art)
     if pose.rotations.shape[1] != tpl.n_joints:
         raise CortexError(f"{poses}: poses of {pose.rotations.shape[1]} joints, the avatar has {tpl.n_joints}")
-    data = write_gltf(output, **gltf_arrays(tpl, shp, pose, float(art.meta_json("cortexkit.fps", 30.0))))
+    data = write_gltf(output, **gltf_arrays(tpl, shp, pose, float(art.meta_json("cortexkit.fps", 30.0))),
+                      colors=colors)
     if obj_dir:
         os.makedirs(obj_dir, exist_ok=True)
         for f, verts in enumerate(posed_meshes(tpl, shp, pose)):
-            write_bytes(os.path.join(obj_dir, f"frame{f:05d}.obj"), write_obj(verts * 1e-3, tpl.faces.numpy()))
+            write_bytes(os.path.join(obj_dir, f"frame{f:05d}.obj"),
+                        write_obj(verts * 1e-3, tpl.faces.numpy(), colors))
     write_bytes(output, data)
 
 
@@ -439,7 +524,8 @@ def evaluate(run, views, points, avatar, poses):
         table = read_table(points)
     fitted = None
     if avatar is not None and poses is not None:
-        tpl, shp, _ = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
+        tpl, shp, colors = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
         art = run.read_artifact(poses, POSES)
-        fitted = (tpl, shp, poses_from_artifact(art), float(art.meta_json("cortexkit.seconds_per_frame", 0.0)))
+        fitted = (tpl, shp, poses_from_artifact(art), float(art.meta_json("cortexkit.seconds_per_frame", 0.0)),
+                  colors)
     run.write_report(evaluate_all(v, table, fitted))

@@ -120,3 +120,36 @@ def read_mask(path: str | os.PathLike) -> np.ndarray:
         arr = arr.max(-1)
     top = arr.max() if arr.size else 0.0
     return arr / top if top > 1 else arr
+
+
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".npy")
+
+
+def image_folders(folder: str | os.PathLike, camera_names: list[str], frames: int,
+                  what: str = "images") -> list[list[str]]:
+    """``folder``/<camera>/ holds one image per frame, in file-name order: -> per camera the list
+    of the first ``frames`` paths. A missing camera folder or too few images is an error."""
+    root = str(folder)
+    if not os.path.isdir(root):
+        raise CortexError(f"{root}: no such folder of {what}")
+    out = []
+    for name in camera_names:
+        sub = os.path.join(root, name)
+        if not os.path.isdir(sub):
+            raise CortexError(f"{root}: no folder '{name}' of {what} for camera {name} "
+                              f"(expected {root}/<camera>/ per camera)")
+        files = sorted(f for f in os.listdir(sub) if f.lower().endswith(IMAGE_EXTENSIONS))
+        if len(files) < frames:
+            raise CortexError(f"{sub}: {len(files)} {what} for {frames} frames")
+        out.append([os.path.join(sub, f) for f in files[:frames]])
+    return out
+
+
+def read_image(path: str | os.PathLike) -> np.ndarray:
+    """A colour image -> (H, W, 3) uint8 BGR (OpenCV's order)."""
+    import cv2
+
+    arr = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if arr is None:
+        raise CortexError(f"{path}: cannot read the image")
+    return arr

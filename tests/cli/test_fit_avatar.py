@@ -119,3 +119,43 @@ def test_bad_input_one_line_errors_and_no_output(cli, sh, fox, shared_data, tmp_
     p = cli(*cmd.split(), views, "-o", tmp_path / "missing" / "x.st")
     one_line_error(p, cmd, "does not exist")
     assert not out.exists()
+
+
+def test_texture_and_mask_folders_through_shape_track_export_inspect(sh, cli, fox, tmp_path, one_line_error):
+    """synth writes full-size colour renders and mask PNGs; shape --images colours the avatar,
+    track --masks reads the mask folder (OpenCV) for the silhouette term; export carries the
+    colours as COLOR_0; inspect lists them. A mask folder without a camera is a one-line error."""
+    script = f"""
+    set -e
+    cortexkit fit-avatar synth {fox} --template-units cm --clip Walk {SMALL} --no-masks \\
+      --image-dir imgs --mask-dir masks -o views.st
+    cortexkit fit-avatar shape {fox} views.st --template-units cm {SHAPE} --images imgs -o avatar.st
+    cortexkit fit-avatar track avatar.st views.st {TRACK} --masks masks -o poses.st
+    cortexkit fit-avatar track avatar.st views.st {TRACK} -o plain.st
+    cortexkit fit-avatar evaluate views.st --avatar avatar.st --poses poses.st > fit.yaml
+    cortexkit fit-avatar export avatar.st poses.st -o fitted.glb
+    cortexkit inspect avatar.st > inspect.txt
+    """
+    proc = sh(script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    import pygltflib
+    import yaml
+
+    from cortexkit.formats.artifact import read_artifact
+
+    fit = yaml.safe_load((tmp_path / "fit.yaml").read_text())["fit"]
+    assert fit["color_error"] < 0.8 * fit["color_error_flat"], fit
+    sil = read_artifact(tmp_path / "poses.st", framework="np").tensors["silhouette_error"]
+    plain = read_artifact(tmp_path / "plain.st", framework="np").tensors["silhouette_error"]
+    assert (sil > 0).any() and (plain == 0).all()
+    glb = pygltflib.GLTF2().load(str(tmp_path / "fitted.glb"))
+    assert glb.meshes[0].primitives[0].attributes.COLOR_0 is not None
+    assert "colors" in (tmp_path / "inspect.txt").read_text()
+    import shutil
+
+    shutil.rmtree(tmp_path / "masks" / "cam03")
+    out = tmp_path / "out.st"
+    p = cli("fit-avatar", "track", tmp_path / "avatar.st", tmp_path / "views.st", "--masks", tmp_path / "masks",
+            "-o", out)
+    one_line_error(p, "fit-avatar track", "cam03")
+    assert not out.exists()

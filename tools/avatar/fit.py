@@ -72,6 +72,7 @@ class FitConfig:
     window: int = 20
     overlap: int = 5
     cameras: int = 6                # per-frame camera subset (0 = all)
+    mesh_bones: bool = False        # also refine scale and bone scales in the mesh stage (with silhouettes)
     keypoint_weights: dict = field(default_factory=dict)
 
 
@@ -306,13 +307,15 @@ class ShapeResult:
     pose: Pose
     keypoint_error: torch.Tensor   # (B,) crop px
     silhouette_error: torch.Tensor  # (B,)
+    keyframes: list[int] = field(default_factory=list)
 
 
 def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, config: FitConfig,
               log: Callable[[str], None] = lambda m: None) -> ShapeResult:
     """Stage A (subject avatar) over the keyframes of ``obs``: Procrustes init from the
     triangulated keypoints points3d (B, K, 3), then global (R, t, s) -> pose (+θ) -> bones (+b)
-    -> mesh (+Δ, silhouettes)."""
+    -> mesh (+Δ, silhouettes; scale and bone scales stay at the bones stage's values unless
+    ``config.mesh_bones``: the silhouette term otherwise trades bone length for surface)."""
     neutral = Shape.neutral(template)
     scales, rots, trans = init_global(template, neutral, points3d, fit_scale=True)
     s0 = float(np.nanmedian(scales))
@@ -335,7 +338,8 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
     stages = [("global", ["grot", "dt", "log_scale"], False),
               ("pose", ["grot", "dt", "log_scale", "rot"], False),
               ("bones", ["grot", "dt", "log_scale", "rot", "log_bones"], False),
-              ("mesh", ["grot", "dt", "log_scale", "rot", "log_bones", "offsets"], config.silhouettes)]
+              ("mesh", ["grot", "dt", "rot", "offsets"] + (["log_scale", "log_bones"] if config.mesh_bones else []),
+               config.silhouettes)]
     last = None
     for (name, train, sil), steps in zip(stages, config.shape_steps):
         if steps <= 0:
@@ -430,7 +434,9 @@ def fit_avatar_shape(template: Template, obs: Observations, config: FitConfig, n
     if bad:
         raise ValueError(f"keyframe(s) {bad} outside the {F} frames")
     obs = _with_crops(obs, config).frames(keyframes)
-    return fit_shape(template, obs, _triangulated(obs), config, log)
+    result = fit_shape(template, obs, _triangulated(obs), config, log)
+    result.keyframes = list(keyframes)
+    return result
 
 
 def track_sequence(template: Template, shape: Shape, obs: Observations, config: FitConfig,

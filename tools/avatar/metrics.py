@@ -73,7 +73,7 @@ def silhouette_iou(template: Template, verts: torch.Tensor, cams: Cameras, crops
     F, C, S = masks.shape[0], masks.shape[1], masks.shape[-1]
     vpix = project(cams, verts.double()).float().permute(1, 0, 2, 3)
     pix = (vpix - crops[:, :, None, :2]) * crops[:, :, None, 2:]
-    rendered = hard_silhouette(pix.reshape(F * C, -1, 2), template.faces, S, 2).reshape(F, C, S, S) > 0.5
+    rendered = hard_silhouette(pix.reshape(F * C, -1, 2), template.faces, S, 4).reshape(F, C, S, S) > 0.5
     truth = masks > 0.5
     inter = (rendered & truth).sum((2, 3)).float()
     union = (rendered | truth).sum((2, 3)).float().clamp(min=1)
@@ -93,7 +93,8 @@ def evaluate_all(views: dict, table=None, fitted=None) -> dict:
             raise ValueError(f"the points table has {pts.shape[0]} frames, the views {truth['keypoints'].shape[0]}")
         report["triangulation"] = point_metrics(pts, truth["keypoints"].double().numpy())
     if fitted is not None:
-        template, shape, pose, spf = fitted
+        template, shape, pose, spf, *rest = fitted
+        colors = rest[0] if rest else None
         if pose.rotations.shape[0] != truth["keypoints"].shape[0]:
             raise ValueError(f"the poses have {pose.rotations.shape[0]} frames, the views {truth['keypoints'].shape[0]}")
         if template.keypoint_names != views["keypoint_names"]:
@@ -101,5 +102,10 @@ def evaluate_all(views: dict, table=None, fitted=None) -> dict:
         out = model_metrics(template, shape, pose, truth, views["cameras"], clean2d=truth.get("clean2d"),
                             crops=views.get("crops"), masks=views.get("masks"))
         out["seconds_per_frame"] = spf
+        if colors is not None and "colors" in truth:
+            err = (torch.as_tensor(colors).float() - truth["colors"].float()).abs()
+            flat = (truth["colors"].float().mean(0, keepdim=True) - truth["colors"].float()).abs()
+            out["color_error"] = float(err.mean())          # mean |RGB difference| in [0, 1]
+            out["color_error_flat"] = float(flat.mean())    # the same for one mean colour everywhere
         report["fit"] = out
     return report

@@ -62,7 +62,8 @@ def hard_silhouette(pixels: torch.Tensor, faces: torch.Tensor, size: int, supers
     import numpy as np
 
     shift = 4
-    tri = (pixels.detach().double().numpy()[:, faces.numpy()] * supersample * (1 << shift)).round()
+    # fine pixel k is centred at fine coordinate k (OpenCV) and at crop coordinate (k + 0.5) / ss
+    tri = ((pixels.detach().double().numpy()[:, faces.numpy()] * supersample - 0.5) * (1 << shift)).round()
     tri = np.ascontiguousarray(np.clip(np.nan_to_num(tri), -(2 ** 24), 2 ** 24).astype(np.int32))
     out = np.zeros((len(tri), size, size), np.float32)
     fine = size * supersample

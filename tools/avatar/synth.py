@@ -137,7 +137,7 @@ def synthesize(template: Template, pose: Pose, cams: Cameras, config: SynthConfi
     masks = None
     if config.masks:
         pix = (vpix.permute(1, 0, 2, 3) - crops[:, :, None, :2]) * crops[:, :, None, 2:]
-        masks = hard_silhouette(pix.reshape(F * C, -1, 2), template.faces, config.crop, 2)
+        masks = hard_silhouette(pix.reshape(F * C, -1, 2), template.faces, config.crop, 4)
         masks = masks.reshape(F, C, config.crop, config.crop)
     truth = {"joints": joints, "keypoints": kps, "vertices": verts, "rotations": pose.rotations,
              "global_rot": pose.global_rot, "global_t": pose.global_t, "scale": shape.scale.reshape(1),
