@@ -104,9 +104,8 @@ def case_args(tool: str, verb: str, command: click.Command, fault: str,
         else:
             path = inputs[fault]
         args.append(str(path))
-    bad = inputs["missing" if fault == "no-folder" else
-                  {"wrong-kind": "table"}.get(fault, fault)]
-    extra = [a.replace("{bad}", str(bad)) for a in REQUIRED.get((tool, verb), [])]
+    bad = args[0] if args else str(inputs["missing"])  # the same bad file for option inputs
+    extra = [a.replace("{bad}", bad) for a in REQUIRED.get((tool, verb), [])]
     target = out.parent / "nodir" / "out.st" if fault == "no-folder" else out
     if (tool, verb) == ("convert", ""):
         return [tool, *args, str(target)]
