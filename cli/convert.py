@@ -10,60 +10,6 @@ FORMATS = ("auto", "csv", "npy", "npz", "safetensors")
 EXTENSIONS = {".csv": "csv", ".npy": "npy", ".npz": "npz", ".safetensors": "safetensors",
               ".st": "safetensors"}
 
-MAN = {
-    "DESCRIPTION": """
-Convert a table or array between the formats people already have and cortexkit artifacts.
-Either side may be - (stdin or stdout).
-
-The input format is recognised from its bytes (NPY and NPZ magic numbers, the safetensors
-header; anything else is read as CSV with a header row) unless --from is given. The output
-format follows the extension of OUT (.csv, .npy, .npz, .safetensors or .st), or --to; stdout,
-/dev/null and FIFOs get safetensors by default.
-
-A CSV becomes a table artifact (kind table, schema 2): one tensor per column, named by the
-header, int64 when every cell is an integer, float64 when every cell is a number (empty cells and
-nan are NaN), and categorical when no cell is a number: int64 codes into the column's levels,
-which are kept in the metadata. A numeric column with a stray text cell is an error naming the
-line and column (declare it categorical with --categorical COL). Writing the table back as CSV
-gives the original strings of categorical columns and the same numbers: round trips are exact.
-
-An NPY becomes an arrays artifact with one tensor named data of its dtype and shape; an NPZ one
-tensor per array name. Any cortexkit table reader (every verb that takes a table) reads both.
-CSV and NPY outputs of arrays hold one tensor: the only one, or the one named with --tensor; an
-NPY output of a table stacks its numeric columns (or holds the column named with --tensor).
-""",
-    "EXAMPLES": """
-A CSV into a cortexkit table and a look at it (user file):
-
-    cortexkit convert measurements.csv - | cortexkit inspect -
-
-The shipped Adult census table (text columns become categorical) and back:
-
-    cortexkit convert ../shared/data/dpfair/adult/adult_purified.csv adult.st
-    cortexkit convert adult.st adult.csv
-
-Round trip through safetensors (user file):
-
-    cortexkit convert data.npz data.safetensors \\
-      && cortexkit convert data.safetensors back.npz
-
-Export one tensor of a model as CSV (user file):
-
-    cortexkit convert --tensor weights model.safetensors weights.csv
-""",
-    "FILES": """
-- table artifact (kind table, version 2) :: written from CSV input and read by every verb that
-takes a table. One tensor per column (int64, float64, or int64 codes for categorical columns).
-Metadata cortexkit.columns: the column order (JSON list); cortexkit.levels: for each
-categorical column its levels (JSON mapping), code i meaning levels[i]. Version 1 tables (one
-2-D tensor data, the header in cortexkit.columns) are still read.
-- arrays artifact (kind arrays) :: written from NPY (tensor data) or NPZ (one tensor per array)
-with the dtypes and shapes of the input.
-""",
-    "SEE ALSO": "cortexkit(1), cortexkit-inspect(1)",
-}
-
-
 def output_format(target: str, to: str) -> str:
     import os
     from pathlib import PurePath

@@ -6,40 +6,6 @@ import click
 
 from cortexkit.cli.base import command
 
-MAN = {
-    "DESCRIPTION": """
-Read one artifact (a safetensors file, from a path or from stdin with -) and write a YAML
-summary: its kind, schema version, producer command line, resolved configuration, the other
-metadata keys, and for each tensor its name, dtype and shape, with min, max and mean for
-floating-point tensors, taken over the finite values, with the counts of nan, +inf and -inf
-values when there are any, and min and max for integer ones. A damaged artifact is summarised
-too: inspect does not check the schema of its kind.
-
-Every cortexkit command that writes an artifact can be piped into inspect. A safetensors file
-made elsewhere is summarised too (its kind is then null).
-""",
-    "EXAMPLES": """
-Summarise a file:
-
-    cortexkit inspect model.safetensors
-
-Look at what a pipeline produces without keeping it:
-
-    cortexkit convert table.csv - | cortexkit inspect -
-
-Pull one field out of the report with a YAML tool:
-
-    cortexkit inspect model.safetensors | yq .config
-""",
-    "FILES": """
-- FILE :: any safetensors file. cortexkit artifacts hold the metadata keys cortexkit.kind,
-cortexkit.version, cortexkit.producer and cortexkit.config (YAML); their tensors are described in
-the FILES section of the page of the command that wrote them.
-""",
-    "SEE ALSO": "cortexkit(1), cortexkit-convert(1)",
-}
-
-
 def summarise(artifact) -> dict:
     """The YAML-able summary of an :class:`~cortexkit.formats.artifact.Artifact` of numpy arrays."""
     import numpy as np

@@ -1,8 +1,9 @@
-"""Man pages generated from the click definitions plus the hand-written ``MAN`` sections.
+"""Man pages generated from the click definitions plus the hand-written sections.
 
 ``python -m cortexkit.cli.manpage [DIR]`` (re)writes ``man/cortexkit.1`` and one page per
-command. Each command module keeps its hand-written sections next to its code in a ``MAN``
-dict (DESCRIPTION, EXAMPLES, FILES, SEE ALSO, REFERENCE) in a light markup:
+command. Each command's hand-written sections (DESCRIPTION, EXAMPLES, FILES, SEE ALSO,
+REFERENCE, and EXAMPLES_SHRINK for the examples test) live in ``man/src/COMMAND.yaml``, one
+literal block per section, in a light markup:
 
 * blank lines separate paragraphs;
 * lines indented by four spaces are shown verbatim (commands, pipelines);
@@ -13,13 +14,15 @@ A test regenerates every page and compares it with ``man/``, so a page can never
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
 import click
+import yaml
 
 from cortexkit.cli import main as entry
+
+SOURCES = Path(__file__).resolve().parents[1] / "man" / "src"
 
 SECTION_ORDER = ("DESCRIPTION", "COMMANDS", "OPTIONS", "EXAMPLES", "FILES", "EXIT STATUS",
                  "REFERENCE", "SEE ALSO")
@@ -33,7 +36,7 @@ def esc(text: str) -> str:
 
 
 def markup(text: str) -> str:
-    """Turn the light markup of a ``MAN`` section into roff."""
+    """Turn the light markup of a hand-written section into roff."""
     out: list[str] = []
     lines = text.strip("\n").split("\n")
     i = 0
@@ -186,14 +189,19 @@ def top_page() -> str:
                  sections)
 
 
+def sections(name: str) -> dict:
+    """The hand-written sections of command ``name`` (empty when it has none)."""
+    path = SOURCES / f"{name}.yaml"
+    return yaml.safe_load(path.read_text()) if path.exists() else {}
+
+
 def render_all() -> dict[str, str]:
     """File name -> roff text for every page."""
     pages = {"cortexkit.1": top_page()}
     ctx = _context(entry.cli, "cortexkit")
     for name in entry.cli.list_commands(ctx):
         command = entry.cli.get_command(ctx, name)
-        module = importlib.import_module(entry.COMMANDS[name].split(":")[0])
-        pages[f"cortexkit-{name}.1"] = command_page(name, command, getattr(module, "MAN", {}))
+        pages[f"cortexkit-{name}.1"] = command_page(name, command, sections(name))
     return pages
 
 

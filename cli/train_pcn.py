@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import require_matplotlib, tool_group, verb
+from cortexkit.cli.base import option_set, require_matplotlib, tool_group, verb
 
 KIND_MODEL = "pcn-model"
 MODEL_VERSION = 1
@@ -15,130 +15,9 @@ group = tool_group(
          "and the baselines PC, iPC and backprop (+ weight normalisation).",
 )
 
-MAN = {
-    "DESCRIPTION": """
-Train image classifiers with predictive coding. The network is a stack of blocks f_l (a Linear or
-Conv2d layer, an activation, a max-pool in VGG blocks) with a linear output block and cross-entropy
-(or squared error, --loss se) at the output. Methods (--method):
-
-bp: backpropagation on the same network. pc: the predictive coding network (PCN): energy
-F = sum_l 1/2 ||z_l - f_l(z_{l-1})||^2 + CE(y, u_L), latents initialised by a forward pass, T
-inference steps (--steps) of SGD with momentum (--state-lr, --state-momentum) on the latents, then
-one local weight step at the equilibrium. ipc: incremental PC, the weights step at every inference
-step. meta-pcn (Ha et al., ICLR 2026): after the forward pass the predictions c_l and the slopes are
-frozen; error variables d_l = z_l - c_l start at 0 except the top one (y - softmax(u_L)) and
-minimise the meta-prediction-error energy J = 1/2 sum_l ||d_l - g_l(d_{l+1})||^2, where g_l is block
-l+1's vector-Jacobian product at the frozen forward point and the target is held fixed within a
-step. --schedule jacobi updates every layer from the step's values with one batched VJP;
---schedule sweep goes top-down, each layer using the freshly updated layer above. The weight update
-is the post-synaptic inferred error times the pre-synaptic forward activity. d_l is stored itself
-(z = c + d would lose small errors in float32).
-
-With forward-initialised errors, Jacobi steps and SGD states, Meta-PCN's weight gradient of layer l
-is exactly backprop's times P(Binomial(T, eta_x) >= L - l); eta_x = 1 and T >= L - 1 give
-backprop's gradients (the tests check this in float64). Information moves one layer per Jacobi
-step, so train warns when T * eta_x is small for the depth.
-
-Weight normalisation (--weight-norm, on by default for meta-pcn, available to every method: BP +
-WN is the baseline that matters) sets W <- gain W / ((sqrt(m) + sqrt(n)) std(W)) after every
-weight step and at initialisation, m = fan-out, n = fan-in (a convolution's fan-in includes the
-kernel area), biases untouched, so the random-matrix estimate of ||W||_2 equals --weight-norm-gain.
---weight-clip C clamps the entries to [-C, C] afterwards (off by default). Weights are trained with
-AdamW under PCX's warmup-cosine schedule (lr rises to 1.1 lr over the first 10 % of steps, then a
-cosine to 0.1 lr).
-
-Architectures (--arch): mlp (--depth weight layers of --width units), vgg5 and vgg7 (the PCX
-benchmark definitions), vgg9, vgg11, vgg13 (same style; PCX has no such models); --width-scale
-multiplies every channel count. Test accuracy is always one forward pass.
-
-Data-parallel training: run train under torchrun (torchrun --nproc-per-node N $(command -v
-cortexkit) train-pcn train ...); every rank takes its share of each global batch, gradients are
-summed over ranks before each weight step (gloo on CPU, nccl on GPU) and only rank 0 writes. The
-result matches one process with the same global batch within float tolerance.
-
-Verbs: train (images -> pcn-model), evaluate (model + labelled images -> YAML: top-1, top-5, loss,
-per-layer error energies at the end of the model's own inference and their imbalance
-log10(max/min) over hidden layers), predict (model + images -> a table of logits and labels).
-""",
-    "EXAMPLES": """
-Meta-PCN on MNIST (the 10k/10k subset in the project's shared data), with a per-epoch log and
-a plot, scored on the test split; then the baselines on the same data, backprop with the same
-weight normalisation and PC:
-
-    MNIST=../shared/data/pcn/mnist_png_train10k_test10k.safetensors
-    cortexkit train-pcn train $MNIST --split train --test $MNIST --arch mlp \\
-      --depth 8 --steps 8 --state-lr 1 --epochs 3 --log log.yaml \\
-      --plot pcn.png -o meta.safetensors
-    cortexkit train-pcn evaluate meta.safetensors $MNIST --split test
-    cortexkit train-pcn train $MNIST --method bp --weight-norm --epochs 3 \\
-      -o bpwn.safetensors
-    cortexkit train-pcn train $MNIST --method pc --steps 8 --state-lr 0.1 \\
-      --epochs 3 -o pc.safetensors
-
-A VGG-5 at quarter width on CIFAR-10 python batches, with augmentation:
-
-    cortexkit train-pcn train cifar-10-batches-py --arch vgg5 \\
-      --width-scale 0.25 --augment \\
-        --normalize cifar10 --checkpoint last.safetensors -o vgg5.safetensors
-
-Predictions of an image folder (DIR/CLASS/*.png): a table artifact into another tool, or CSV:
-
-    cortexkit train-pcn predict meta.safetensors digits/ | cortexkit convert \\
-      --tensor label - labels.csv
-    cortexkit train-pcn predict meta.safetensors digits/ -o predictions.csv
-
-Data-parallel on two CPU processes:
-
-    torchrun --nproc-per-node 2 $(command -v cortexkit) train-pcn train \\
-      images.safetensors -o m.safetensors
-""",
-    "FILES": """
-- IMAGES :: a safetensors file (or -) with images (uint8, (N, C, H, W) or (N, H, W, C)) and labels
-(int64, (N,)), or per split SPLIT_x / SPLIT_y (--split; the project's data files hold train_x,
-train_y, test_x, test_y) and optional metadata classes (comma-separated names); an image folder
-DIR/CLASS/*.png|jpg (or DIR/SPLIT/CLASS/...; class index = sorted folder names); CIFAR-10/100
-python batches (the folder with data_batch_1..5 and test_batch, or train/test for CIFAR-100); MNIST
-IDX files (a folder with train-/t10k-images-idx3-ubyte[.gz] and the labels files, or the images
-file with its labels beside it). All images of one set have one size.
-- pcn-model artifact (kind pcn-model, version 1) :: tensors blocks.I.layer.weight (Linear (out,
-in) or Conv2d (out, in, 3, 3)) and blocks.I.layer.bias (out,), float32 (float64 with --dtype
-float64), I = 0..L-1 from the input. Metadata (JSON): pcn.network (arch, in_shape [C, H, W],
-classes, width, depth, width_scale, activation, class_names), pcn.method (method and the
-inference settings: steps, state_lr, momentum, schedule, loss), pcn.preprocess (per-channel mean
-and std applied to pixels / 255), pcn.history (one record per epoch), pcn.trace (per-layer mean
-error energy over the inference steps of one training batch at the end).
-- --log FILE :: YAML list, one record per epoch: epoch, train_loss, train_top1, test_top1,
-test_top5, seconds, lr, layer_energy (L values: mean 1/2 ||error_l||^2 at the end of inference,
-the last one the output error), imbalance (log10 max/min over hidden layers). Rewritten after every
-epoch.
-- --checkpoint FILE :: the pcn-model of the last finished epoch, rewritten after each; a run that
-diverges stops with an error naming the epoch and layer and leaves this file at the last good epoch.
-- predictions (table artifact) :: columns label (categorical: the predicted class, levels = class
-names) and logit_NAME (float32) per class; -o FILE.csv writes CSV instead.
-- evaluate report (YAML) :: examples, top1, top5, loss, layer_energy, imbalance_log10, method.
-""",
-    "SEE ALSO": "cortexkit(1), cortexkit-convert(1), cortexkit-inspect(1), torchrun(1)",
-    "REFERENCE": """
-M. Ha, S. Kim, J. Sung, Y. Jo, J. Kang, S. Lee. Stable and Scalable Deep Predictive Coding
-Networks with Meta-Prediction Errors. ICLR 2026. Baselines: J. Whittington, R. Bogacz, Neural
-Computation 2017 (PC); T. Salvatori et al., incremental PC (iPC), 2024; L. Pinchetti et al.,
-Benchmarking Predictive Coding Networks - Made Simple (PCX), ICLR 2025.
-""",
-    "EXAMPLES_SHRINK": {"--epochs 3": "--epochs 1"},
-}
-
-
-def _options(*decorators):
-    def apply(func):
-        for decorator in reversed(decorators):
-            func = decorator(func)
-        return func
-    return apply
-
-
 positive = click.FloatRange(min=0, min_open=True)
 
-model_options = _options(
+model_options = option_set(
     click.option("--arch", type=click.Choice(["mlp", "vgg5", "vgg7", "vgg9", "vgg11", "vgg13"]),
                  default="mlp", show_default=True, help="Architecture."),
     click.option("--depth", type=click.IntRange(min=1), default=4, show_default=True,
@@ -156,7 +35,7 @@ model_options = _options(
                  show_default=True, help="Parameter and state precision."),
 )
 
-method_options = _options(
+method_options = option_set(
     click.option("--method", type=click.Choice(["meta-pcn", "pc", "ipc", "bp"]), default="meta-pcn",
                  show_default=True, help="Learning rule."),
     click.option("--weight-norm/--no-weight-norm", default=None,
@@ -177,7 +56,7 @@ method_options = _options(
                  help="Output energy: cross-entropy or squared error."),
 )
 
-optim_options = _options(
+optim_options = option_set(
     click.option("--epochs", type=click.IntRange(min=1), default=10, show_default=True),
     click.option("--batch-size", type=click.IntRange(min=1), default=128, show_default=True),
     click.option("--lr", type=positive, default=1e-3, show_default=True, help="AdamW rate."),

@@ -10,7 +10,7 @@ when it is registered. A block is not run, and the test says why, when it
 - calls a program this machine lacks (``yq``, ``parallel``);
 - is not a shell command (a YAML sample), installs packages, or runs the test suite.
 
-Sizes: a page may list, in its ``MAN["EXAMPLES_SHRINK"]``, text substitutions that shrink
+Sizes: a page may list, in its ``EXAMPLES_SHRINK`` (``man/src/COMMAND.yaml``), text substitutions that shrink
 training examples (``{"-n 10000": "-n 1000"}``) to keep CI short; the test applies them and
 prints each one it applied. Every code line of EXAMPLES fits 80 columns (its 4-space indent
 included).
@@ -19,7 +19,6 @@ included).
 from __future__ import annotations
 
 import glob
-import importlib
 import os
 import re
 import shlex
@@ -29,7 +28,7 @@ from pathlib import Path
 import click
 import pytest
 
-from cortexkit.cli import main as entry
+from cortexkit.cli import main as entry, manpage
 from cortexkit.cli.base import OutputPath
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,9 +50,8 @@ INSTALL = re.compile(r"^(python3? -m venv \S+|\. \S+/activate|pip install .*)$")
 def man_examples() -> dict[str, tuple[str, dict]]:
     """page name -> (EXAMPLES text, shrink substitutions), for every registered command."""
     pages = {}
-    for name, target in sorted(entry.COMMANDS.items()):
-        module = importlib.import_module(target.split(":")[0])
-        man = getattr(module, "MAN", {})
+    for name in sorted(entry.COMMANDS):
+        man = manpage.sections(name)
         if man.get("EXAMPLES"):
             pages[f"cortexkit-{name}"] = (man["EXAMPLES"], dict(man.get("EXAMPLES_SHRINK", {})))
     return pages
