@@ -70,7 +70,7 @@ def test_a_failed_run_hands_python_the_finished_simulations(tmp_path, monkeypatc
     assert with_partial is not None and "diverged" in str(with_partial)
     assert with_partial.tensors["index"].tolist() == list(range(20))
     assert torch.equal(with_partial.tensors["x"], theta[:20] * 2) and with_partial.metadata["npe.partial"] is True
-    assert with_partial.kept == "the 20 finished simulations"
+    assert with_partial.kept == "the 20 finished simulations (rows 0..19)"
     try:
         npe.load_train_inputs(npe.MethodConfig(method="mf-npe"), read_artifact, hf="x.st")
     except CortexError as err:
