@@ -158,3 +158,37 @@ def test_bad_evidence_is_one_line_and_writes_nothing(cli, data, one_line_error, 
     proc = cli(TOOL, "sample", model, "--given-file", tmp_path / "ok.csv", "--given", "1", "-o", tmp_path / "x.st")
     one_line_error(proc, f"{TOOL} sample", "not both")
     assert not (tmp_path / "x.st").exists()
+
+
+def test_mbr_is_the_brute_force_optimum_of_the_same_draws(cli, data):
+    """`sample --strategy mbr` decides from exactly the draws `sample -n S` gives with the same seed
+    (per --given-file row); over S_4 no ordering has a better sample-mean metric."""
+    from cortexkit.tools.permutations import mbr
+
+    model = fit(cli, data, "ar", data / "train.txt", "--model", "ar", "--representation", "lehmer",
+                "--epochs", "3", *TINY)
+    rows = [[3], [-1], [1]]
+    np.save(data / "ev3.npy", np.array(rows))
+    S = 40
+    proc = cli(TOOL, "sample", model, "--given-file", data / "ev3.npy", "-n", S, "--seed", 3,
+               "-o", data / "draws3.st")
+    assert proc.returncode == 0, proc.stderr
+    draws = load((data / "draws3.st").read_bytes())["orderings"].astype(np.int64).reshape(len(rows), S, n)
+    for metric in ("ndcg@2", "footrule", "kendall"):
+        proc = cli(TOOL, "sample", model, "--given-file", data / "ev3.npy", "--strategy", "mbr", "--metric",
+                   metric, "--mbr-samples", S, "--seed", 3, "-v", "-o", data / "mbr.st")
+        assert proc.returncode == 0, proc.stderr
+        assert "rows decided" in proc.stderr and f"from {S} samples per row" in proc.stderr
+        out = load((data / "mbr.st").read_bytes())
+        m = mbr.parse_metric(metric)
+        values = np.stack([mbr.expected_metric(np.tile(p, (len(rows), 1)), draws, m) for p in EVERY], 1)
+        best = values.max(1) if m.higher_is_better else values.min(1)
+        assert out["orderings"].shape == (len(rows), n)
+        assert np.allclose(out["expected_metric"], best, atol=1e-9), metric
+        got = mbr.expected_metric(out["orderings"].astype(np.int64), draws, m)
+        assert np.allclose(got, best, atol=1e-9), metric
+    for bad, words in ((["--strategy", "mbr", "-n", "2"], "one ranking per row"),
+                       (["--metric", "kendall"], "apply to --strategy mbr"),
+                       (["--strategy", "mbr", "--metric", "map"], "use ndcg")):
+        proc = cli(TOOL, "sample", model, *bad, "-o", data / "x.st")
+        assert proc.returncode != 0 and words in proc.stderr and not (data / "x.st").exists()
