@@ -24,6 +24,8 @@ EXTERNAL = textwrap.dedent("""\
     mode = os.environ.get("MODE", "ok")
     if mode == "crash" and first >= 20:
         sys.exit("boom: solver diverged")
+    if mode == "crash-one" and first == 20:
+        sys.exit("boom: chunk 2 diverged")
     if mode == "hang" and first >= 10:
         time.sleep(60)
     if mode == "crash-second":  # dies on its second call (a marker file counts the calls)
@@ -33,6 +35,8 @@ EXTERNAL = textwrap.dedent("""\
     x = np.stack([theta[:, 0] + theta[:, 1], theta[:, 0] * theta[:, 1], theta[:, 1] ** 2], 1)
     if mode == "shape" and first >= 10:
         x = x[:, :2]
+    if os.environ.get("LOG"):  # one file per chunk that came back
+        open(os.path.join(os.environ["LOG"], f"ok-{first}"), "w").close()
     sys.stdout.buffer.write(save({"x": np.ascontiguousarray(x, dtype=np.float32)}))
     """)
 
@@ -179,6 +183,34 @@ def test_failing_simulator_gives_one_line_and_keeps_finished_work(cli, work, one
     assert not out.exists()
     part = sims(f"{out}.partial")
     assert part["theta"].shape[0] == kept and part["index"].tolist() == list(range(kept))
+
+
+def test_workers_keep_every_finished_chunk_and_resume_gives_the_uninterrupted_bytes(cli, work):
+    """Issue 24: with --workers 2 the chunks finished after a failure were thrown away. Now every
+    chunk the simulator finished is in the partial file (npe.done lists its rows), and --resume
+    simulates only the rest and writes what an uninterrupted run writes."""
+    ext = ["--simulator-cmd", f"{sys.executable} {work / 'extsim.py'}"]
+    common = ["simulate", "--prior", work / "prior.yaml", "-n", "60", "--chunk-size", "10", "--seed", "5", *ext]
+    assert cli(TOOL, *common, "-o", work / "whole.st").returncode == 0
+    log1, log2 = work / "log1", work / "log2"
+    log1.mkdir(), log2.mkdir()
+    out = work / "out.st"
+    p = cli(TOOL, *common, "--workers", "2", "-o", out, env={"MODE": "crash-one", "LOG": str(log1)})
+    assert p.returncode == 1 and "simulations 20..29: simulator command exited with status 1" in p.stderr
+    ran = sorted(int(f.name[3:]) for f in log1.iterdir())
+    assert 0 in ran and 10 in ran and 20 not in ran  # chunks 0 and 1 precede the failing chunk 2
+    part = sims(f"{out}.partial")
+    done = json.loads(meta(f"{out}.partial")["npe.done"])
+    kept = sorted({int(i) // 10 * 10 for i in part["index"].tolist()})
+    assert kept == ran and sum(b - a for a, b in done) == 10 * len(ran)
+    assert f"the {10 * len(ran)} finished simulations (rows " in p.stderr
+    r = cli(TOOL, *common, "--workers", "2", "--resume", f"{out}.partial", "-o", out, env={"LOG": str(log2)})
+    assert r.returncode == 0, r.stderr
+    again = sorted(int(f.name[3:]) for f in log2.iterdir())
+    assert again == [c for c in range(0, 60, 10) if c not in ran]  # only what was missing
+    assert same_bytes(work / "whole.st", out, work / "restamped.st")
+    other = cli(TOOL, *common[:-4], "--seed", "6", *ext, "--resume", f"{out}.partial", "-o", work / "x.st")
+    assert other.returncode == 1 and "from another run (seed 5, this run 6)" in other.stderr
 
 
 def test_invalid_simulations_are_dropped_and_counted(cli, work):
