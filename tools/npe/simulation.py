@@ -356,7 +356,7 @@ class _DaskBackend:
         import uuid
 
         try:
-            self.client = Client(address, timeout=30, set_as_default=False)
+            self.client = Client(address, timeout=30)
         except OSError as err:
             raise RuntimeError(f"--scheduler {address}: cannot reach the Dask scheduler ({err})") from None
         self.args, self.run = args, uuid.uuid4().hex[:8]
