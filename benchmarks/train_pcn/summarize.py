@@ -22,6 +22,8 @@ def fmt(values, digits=2):
     values = [v for v in values if v is not None]
     if not values:
         return "–"
+    if any(np.isinf(values)):
+        return f"inf ({sum(map(np.isinf, values))} of {len(values)})"
     if len(values) == 1:
         return f"{values[0]:.{digits}f}"
     return f"{np.mean(values):.{digits}f} ± {np.std(values, ddof=1):.{digits}f}"
