@@ -192,3 +192,33 @@ def test_mbr_is_the_brute_force_optimum_of_the_same_draws(cli, data):
                        (["--strategy", "mbr", "--metric", "map"], "use ndcg")):
         proc = cli(TOOL, "sample", model, *bad, "-o", data / "x.st")
         assert proc.returncode != 0 and words in proc.stderr and not (data / "x.st").exists()
+
+
+def test_feature_conditioned_insertion_rows_reveal_any_subset(cli, data):
+    """One aligned feature token per item (m = n): rows revealing the order of any two items are
+    relabelled like item ids, the tokens moving with their items; S_4 against `score --context`."""
+    rng = np.random.default_rng(2)
+    x = np.loadtxt(data / "train.txt", delimiter=",", dtype=np.int64)
+    ctx = rng.normal(size=(len(x), n, 3)).astype(np.float32)
+    save_file({"context": ctx}, str(data / "ctx.st"))
+    model = fit(cli, data, "feat", data / "train.txt", "--model", "ar", "--representation", "insertion",
+                "--condition", "features", "--context", data / "ctx.st", "--epochs", "2", *TINY)
+    rows = [[3, 1], [2, 0]]
+    test_ctx = rng.normal(size=(2, n, 3)).astype(np.float32)
+    save_file({"context": test_ctx}, str(data / "ctx2.st"))
+    save_file({"given": np.array(rows, dtype=np.int64)}, str(data / "sub2.st"))
+    proc = cli(TOOL, "sample", model, "--context", data / "ctx2.st", "--given-file", data / "sub2.st",
+               "--strategy", "beam", "--beam-width", 24, "-n", 12, "-o", data / "best.st")
+    assert proc.returncode == 0, proc.stderr
+    joints = []
+    for given, c in zip(rows, test_ctx):
+        labels = sorted(given) + sorted(set(range(n)) - set(given))  # model label j <- item labels[j]
+        save_file({"context": np.repeat(c[labels][None], len(EVERY), 0)}, str(data / "ctx_every.st"))
+        write_artifact(data / "every.st", {"orderings": EVERY.astype(np.int16)}, "permutations",
+                       metadata={"permutations.n": str(n)})
+        proc = cli(TOOL, "score", model, data / "every.st", "--context", data / "ctx_every.st",
+                   "--scores", data / "lp.st")
+        assert proc.returncode == 0, proc.stderr
+        lp = load((data / "lp.st").read_bytes())["log_likelihood"]
+        joints.append({tuple(int(labels[v]) for v in p): float(value) for p, value in zip(EVERY.tolist(), lp)})
+    check_rows(load((data / "best.st").read_bytes()), rows, 12, joints, order_consistent)

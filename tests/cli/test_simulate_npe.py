@@ -1,5 +1,6 @@
 """cortexkit simulate-npe through the installed command: pipelines, shards, external simulators, bad input."""
 import json
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -303,6 +304,23 @@ def test_evaluate_plots_pairs_and_sbc_ranks(cli, one_line_error, work):
     assert not (work / "no.png").exists()
 
 
+def test_pretrained_is_what_npe_at_the_pretraining_rate_writes(cli, work):
+    """--pretrained's documented input: train --method npe --hf LF --lr 1e-4 gives the very flow
+    mf-npe --lf LF pretrains, so the fine-tuned weights are identical either way."""
+    assert cli(TOOL, "simulate", "--task", "ou", "--fidelity", "lf", "-n", "200", "--seed", "1", "-o", work / "lf.st").returncode == 0
+    assert cli(TOOL, "simulate", "--task", "ou", "-n", "40", "--seed", "2", "-o", work / "hf.st").returncode == 0
+    seed = ["--seed", "4", *TINY]
+    assert cli(TOOL, "train", "--method", "mf-npe", "--lf", work / "lf.st", "--hf", work / "hf.st", *seed,
+               "-o", work / "direct.st").returncode == 0
+    pre = cli(TOOL, "train", "--method", "npe", "--hf", work / "lf.st", "--lr", "1e-4", *seed, "-o", work / "pre.st")
+    assert pre.returncode == 0, pre.stderr
+    p = cli(TOOL, "train", "--method", "mf-npe", "--pretrained", work / "pre.st", "--hf", work / "hf.st", *seed,
+            "-o", work / "reused.st")
+    assert p.returncode == 0, p.stderr
+    a, b = sims(work / "direct.st"), sims(work / "reused.st")
+    assert sorted(a) == sorted(b) and all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_sequential_method_through_the_cli(cli, work):
     assert cli(TOOL, "simulate", "--task", "ou", "--fidelity", "lf", "-n", "200", "--seed", "1", "-o", work / "lf.st").returncode == 0
     assert cli(TOOL, "simulate", "--task", "ou", "-n", "2", "--seed", "9", "-o", work / "obs.st").returncode == 0
@@ -393,3 +411,55 @@ def test_figure4_smoke_mf_npe_beats_npe_on_the_paper_ou_data(cli, shared_data, t
     print(f"figure-4 smoke: NPE {npe:.3f}, MF-NPE {mf:.3f}", c2st)
     assert mf < npe, c2st
     assert npe < 0.95 and mf < 0.9, c2st
+
+
+# GNU parallel is not installed here: a stand-in for "parallel CMD... ::: ARG..." ({} in CMD
+# replaced by each ARG, all jobs at once, exit status the number of failed jobs, as GNU's).
+PARALLEL = textwrap.dedent("""\
+    #!PYTHON
+    import subprocess, sys
+    args = sys.argv[1:]
+    cut = args.index(":::")
+    cmd, values = args[:cut], args[cut + 1:]
+    jobs = [subprocess.Popen([w.replace("{}", v) for w in cmd]) for v in values]
+    sys.exit(sum(job.wait() != 0 for job in jobs))
+    """)
+MY_MODEL = textwrap.dedent("""\
+    #!PYTHON
+    # a random model: its noise comes from the seed cortexkit gives each chunk
+    import os, sys
+    import numpy as np
+    from safetensors.numpy import load, save
+    theta = load(sys.stdin.buffer.read())["theta"]
+    rng = np.random.default_rng(int(os.environ["CORTEXKIT_SEED"]))
+    x = theta @ np.array([[1.0, 2.0, 0.5], [0.3, -1.0, 1.0]]) + rng.normal(size=(theta.shape[0], 3))
+    sys.stdout.buffer.write(save({"x": x.astype(np.float32)}))
+    """)
+
+
+def test_readme_fan_out_runs_as_printed_and_merges_to_the_unsharded_bytes(sh, work):
+    """Issue 24: the README's own fan-out crashed three of its four shards and merge joined the one
+    left. Its block runs here as printed (parallel is a stand-in) with a random external model."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```sh\n(.*?)```", readme, re.S) if "--shard {}/4" in b)
+    bin_dir = work / "bin"
+    bin_dir.mkdir()
+    for path, text in ((bin_dir / "parallel", PARALLEL), (work / "my_model", MY_MODEL)):
+        path.write_text(text.replace("PYTHON", sys.executable))
+        path.chmod(0o755)
+    env = {"PATH": os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]])}
+    p = sh(block, cwd=work, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "merged 4 shards: all 1000 rows, 1000 simulations" in p.stderr
+    # the same command without --shard and parallel: one local run
+    whole = block.split("\n")[0:2]
+    whole = " ".join(line.rstrip("\\") for line in whole).replace("parallel ", "", 1)
+    whole = whole.replace(" --shard {}/4", "").replace("-o shard{}.safetensors ::: 0 1 2 3", "-o whole.safetensors")
+    q = sh(whole, cwd=work, env=env)
+    assert q.returncode == 0, q.stderr
+    assert same_bytes(work / "whole.safetensors", work / "hf.safetensors", work / "restamped.st")
+    (work / "shard2.safetensors").unlink()
+    r = sh("cortexkit simulate-npe merge shard*.safetensors -o again.safetensors", cwd=work)
+    assert r.returncode == 1 and "shard 2 of 4 missing (rows 500..749)" in r.stderr

@@ -225,11 +225,12 @@ def simulate(spec: SimulatorSpec, theta: torch.Tensor, config: SimulateConfig = 
             start, stop = (c * chunk_size, min(total, (c + 1) * chunk_size)) if whole else (ga, gb)
             pieces.append((c, start, stop, (ga, gb)))
     if spec.kind != "task" and any(p[3] != (p[0] * chunk_size, min(total, (p[0] + 1) * chunk_size)) for p in pieces):
-        log.warn(f"shard {shard_i}/{shard_n} (rows {lo}..{hi - 1}) cuts a chunk of {chunk_size}: a random "
-                 "simulator gives other numbers than the unsharded run; --chunk-size n/N avoids it")
+        log.warn(f"shard {shard_i}/{shard_n} (rows {lo}..{hi - 1}) cuts a chunk of {chunk_size} rows: a random "
+                 f"simulator gives other numbers than the unsharded run; --chunk-size {-(-total // shard_n)} "
+                 "(or less) keeps them equal")
     from .simulation import Piece
 
-    pieces = [Piece(c, start, stop, keep) for c, start, stop, keep in pieces]
+    pieces = [Piece(c, start, stop, keep, start - c * chunk_size) for c, start, stop, keep in pieces]
     if resume is not None:
         log.info(f"resuming: {sum(b - a for a, b in done)} of {hi - lo} simulations done, "
                  f"{sum(p.keep[1] - p.keep[0] for p in pieces)} to go")

@@ -152,6 +152,14 @@ class Piece:
     start: int
     stop: int
     keep: tuple[int, int]
+    part: int = 0  # rows into its chunk where a cut piece starts: 0 keeps the chunk's seed
+
+    def seed(self, seed: int) -> int:
+        """The chunk's seed; a piece cut out of a chunk after its first row gets its own, so two
+        shards never share a random stream."""
+        if not self.part:
+            return chunk_seed(seed, self.chunk)
+        return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(self.chunk), int(self.part)]).generate_state(1)[0])
 
 
 def run_chunks(spec: SimulatorSpec, theta: torch.Tensor, chunk_ids: list[int], chunk_size: int, *, seed: int,
@@ -196,7 +204,7 @@ def run_pieces(spec: SimulatorSpec, theta: torch.Tensor, pieces: list[Piece], *,
 
     def args(piece):
         rows = theta[piece.start - offset:piece.stop - offset]
-        return spec, rows, chunk_seed(seed, piece.chunk), piece.start, timeout, encode, decode
+        return spec, rows, piece.seed(seed), piece.start, timeout, encode, decode
 
     if scheduler:
         backend = _DaskBackend(scheduler, args)
@@ -355,9 +363,10 @@ class _DaskBackend:
             raise RuntimeError("--scheduler needs Dask distributed: pip install 'cortexkit[dist]'") from None
         import uuid
 
-        try:
-            self.client = Client(address, timeout=30, set_as_default=False)
-        except OSError as err:
+        try:  # an address, or the scheduler file of `dask scheduler --scheduler-file FILE`
+            self.client = Client(scheduler_file=address, timeout=30) if address.endswith(".json") \
+                else Client(address, timeout=30)
+        except (OSError, ValueError) as err:
             raise RuntimeError(f"--scheduler {address}: cannot reach the Dask scheduler ({err})") from None
         self.args, self.run = args, uuid.uuid4().hex[:8]
         self.limit = max(1, sum(self.client.nthreads().values()))

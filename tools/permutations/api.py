@@ -411,9 +411,13 @@ def sample_evidence(model: M.PermutationModel, config: SampleConfig, evidence: t
     for what, t in (("--items", items), ("--context", context)):
         if t is not None and len(t) != rows:
             raise CortexError(f"{source}: {rows} evidence rows, {what} has {len(t)}; give one per row")
-    ev = E.prepare(model, evidence, conditional_on_items=items is not None, source=source)
+    aligned = (context is not None and model.net is not None and model.net.config.context_aligned
+               and context.shape[1] == model.n)  # one feature token per item: relabelled like ids
+    ev = E.prepare(model, evidence, conditional_on_items=items is not None or aligned, source=source)
     cond = None
     if model.net is not None:
+        if aligned and ev.labels is not None:
+            context = torch.as_tensor(context).gather(1, ev.labels[:, :, None].expand(-1, -1, context.shape[2]))
         cond = model.conditioning(None if items is None else E.relabel_items(torch.as_tensor(items), ev.labels),
                                   context)
     g = generator(seed)
