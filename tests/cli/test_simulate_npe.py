@@ -304,6 +304,23 @@ def test_evaluate_plots_pairs_and_sbc_ranks(cli, one_line_error, work):
     assert not (work / "no.png").exists()
 
 
+def test_pretrained_is_what_npe_at_the_pretraining_rate_writes(cli, work):
+    """--pretrained's documented input: train --method npe --hf LF --lr 1e-4 gives the very flow
+    mf-npe --lf LF pretrains, so the fine-tuned weights are identical either way."""
+    assert cli(TOOL, "simulate", "--task", "ou", "--fidelity", "lf", "-n", "200", "--seed", "1", "-o", work / "lf.st").returncode == 0
+    assert cli(TOOL, "simulate", "--task", "ou", "-n", "40", "--seed", "2", "-o", work / "hf.st").returncode == 0
+    seed = ["--seed", "4", *TINY]
+    assert cli(TOOL, "train", "--method", "mf-npe", "--lf", work / "lf.st", "--hf", work / "hf.st", *seed,
+               "-o", work / "direct.st").returncode == 0
+    pre = cli(TOOL, "train", "--method", "npe", "--hf", work / "lf.st", "--lr", "1e-4", *seed, "-o", work / "pre.st")
+    assert pre.returncode == 0, pre.stderr
+    p = cli(TOOL, "train", "--method", "mf-npe", "--pretrained", work / "pre.st", "--hf", work / "hf.st", *seed,
+            "-o", work / "reused.st")
+    assert p.returncode == 0, p.stderr
+    a, b = sims(work / "direct.st"), sims(work / "reused.st")
+    assert sorted(a) == sorted(b) and all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_sequential_method_through_the_cli(cli, work):
     assert cli(TOOL, "simulate", "--task", "ou", "--fidelity", "lf", "-n", "200", "--seed", "1", "-o", work / "lf.st").returncode == 0
     assert cli(TOOL, "simulate", "--task", "ou", "-n", "2", "--seed", "9", "-o", work / "obs.st").returncode == 0
