@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import NONNEGATIVE, POSITIVE, Float, option_set, output_option, require_matplotlib, tool_group, verb
+from cortexkit.cli.base import NONNEGATIVE, POSITIVE, Float, check_time, option_set, output_option, require_matplotlib, tool_group, verb
 from cortexkit.tools.dpfair import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 KIND_MODEL = "dpfair-model"
@@ -171,7 +171,7 @@ def predict(run, model, table, iterate, categorical):
     from cortexkit.tools import dpfair
 
     loaded, data = _model_and_table(run, model, table, iterate, categorical)
-    labels, probs = dpfair.predict(loaded, data, run.warn)
+    labels, probs = dpfair.predict(loaded, data, run.warn, _source(table))
     if str(run.output).lower().endswith(".csv"):
         import numpy as np
 
@@ -200,6 +200,9 @@ def evaluate(run, model, table, iterate, categorical):
     run.write_report({"model": model, "table": table, "iterate": iterate, **report})
 
 
+ACCOUNT_SECONDS_PER_STEP = 3e-5
+
+
 @verb(group, "account", output="report")
 @click.option("--sigma", type=POSITIVE, default=None, help="Gaussian noise multiplier (omit to calibrate it).")
 @click.option("--laplace-b", type=POSITIVE, default=None,
@@ -216,6 +219,10 @@ def account(run, **options):
     """Epsilon of (sigma, b, q, T, delta), or the largest T / smallest sigma within a budget. No data."""
     from cortexkit.tools import dpfair
 
+    # PLD composition: 1e6 steps 5-32 s, 1e7 29 s here (the support grows with T); a search ~20 times
+    steps = options["steps"] if options["steps"] is not None else options["max_steps"]
+    passes = 1 if options["sigma"] is not None and options["steps"] is not None else 20
+    check_time(f"accounting {steps} steps", ACCOUNT_SECONDS_PER_STEP * steps * passes, limit=600)
     run.write_report(dpfair.account(dpfair.AccountConfig(**options), run.warn))
 
 

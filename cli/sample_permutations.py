@@ -168,9 +168,14 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
 @click.option("--nfe", type=click.IntRange(min=1), default=None,
               help="Forward passes of a masked model (default n; products use 1).")
 @nfe_options
-@click.option("--strategy", type=click.Choice(["sample", "greedy", "beam"]), default="sample",
+@click.option("--strategy", type=click.Choice(["sample", "greedy", "beam", "mbr"]), default="sample",
               show_default=True, help="sample: random draws. greedy: per-step argmax. beam: beam "
-                                      "search for the most likely permutations (MAP-style).")
+                                      "search for the most likely permutations (MAP-style). mbr: "
+                                      "the ranking best on average under --metric over samples.")
+@click.option("--metric", default=None, metavar="ndcg[@K]|footrule|spearman|kendall",
+              help="--strategy mbr: the metric whose sample mean is maximised (default ndcg).")
+@click.option("--mbr-samples", type=click.IntRange(min=1), default=None,
+              help="--strategy mbr: draws per row the decision is taken from (default 256).")
 @click.option("--beam-width", type=click.IntRange(min=1), default=None,
               help="--strategy beam: partial codes kept per step (default 16; 1 is greedy).")
 @click.option("--given", default=None, metavar="I,J,...",
@@ -186,12 +191,13 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
               help="Feature-conditioned models: 'context' rows; one sample per row (-n per row).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=65536, show_default=True)
 @input_options
-def sample(run, model_file, num, nfe, partition, strategy, beam_width, given, given_file, items_file,
-           context_file, batch_size, **kwargs):
+def sample(run, model_file, num, nfe, partition, strategy, metric, mbr_samples, beam_width, given, given_file,
+           items_file, context_file, batch_size, **kwargs):
     """Draw permutations from a model, or decode its most likely ones (MODEL -> permutations)."""
     from cortexkit.tools.permutations import api, io
 
-    config = api.SampleConfig(num, nfe, partition, strategy, beam_width, api.parse_given(given), batch_size)
+    config = api.SampleConfig(num, nfe, partition, strategy, beam_width, api.parse_given(given), batch_size,
+                              metric, mbr_samples)
     model = io.load_model(model_file, run.device)
     opts = pop_input(kwargs)
     api.check_sample(model, config, items_file is not None)

@@ -61,7 +61,7 @@ def _keep_partial(run, partial, failure):
 
 # left out of --help (shown by --help-all and the man page): the paper's hyperparameters and
 # run-steering details
-ADVANCED_SIMULATE = ("quantile", "truncation_samples", "chunk_size", "partial")
+ADVANCED_SIMULATE = ("quantile", "truncation_samples", "chunk_size", "partial", "resume_path")
 ADVANCED_TRAIN = ("timeout", "workers", "partial", "quantile", "truncation_samples", "ensemble", "active_fraction",
                   "candidates", "lr_pretrain", "batch_size", "validation_fraction", "patience", "clip", "max_epochs",
                   "x_stats", "transforms", "bins", "hidden", "depth", "embedding", "embedding_dim")
@@ -82,12 +82,17 @@ ADVANCED_TRAIN = ("timeout", "workers", "partial", "quantile", "truncation_sampl
 @click.option("--truncation-samples", type=click.IntRange(min=100), default=1_000_000, show_default=True,
               help="Posterior draws whose --quantile sets the truncation threshold.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Parallel simulator processes.")
-@click.option("--shard", metavar="i/N", help="Run only shard i of N (chunk-aligned); join with merge.")
+@click.option("--shard", metavar="i/N", help="Run only shard i of N (its share of the rows); join the N files with merge.")
+@click.option("--scheduler", metavar="ADDRESS", help="Run the chunks as tasks on this Dask distributed scheduler "
+              "(tcp://host:8786; needs cortexkit[dist]).")
+@click.option("--resume", "resume_path", metavar="PARTIAL", help="Finish the run whose partial file this is: "
+              "simulate only the rows it lacks (same options as the failed run).")
 @click.option("--chunk-size", type=click.IntRange(min=1), default=1000, show_default=True, help="Simulations per simulator call.")
 @click.option("--timeout", type=POSITIVE, default=None, help="Seconds one simulator call may take.")
 @output_option("--partial", help="Where finished simulations go if the run fails [OUTPUT.partial].")
 def simulate(run, task, fidelity, simulator, simulator_cmd, prior_path, num_simulations, theta_path, proposal,
-             x_o_path, observation, quantile, truncation_samples, workers, shard, chunk_size, timeout, partial):
+             x_o_path, observation, quantile, truncation_samples, workers, shard, scheduler, resume_path, chunk_size,
+             timeout, partial):
     """Run a simulator on parameters from the prior, a truncated proposal or a file."""
     from cortexkit.tools import npe
     from cortexkit.tools.npe import io as npe_io
@@ -100,7 +105,11 @@ def simulate(run, task, fidelity, simulator, simulator_cmd, prior_path, num_simu
         prior = prior or post.prior
         if not x_o_path and "x_o" not in post_art.tensors:
             raise CortexError("--proposal needs --x-o FILE (the observation the truncation is for)")
-    config = npe.SimulateConfig(chunk_size, workers, timeout, npe.parse_shard(shard), run.seed or 0)
+    config = npe.SimulateConfig(chunk_size, workers, timeout, npe.parse_shard(shard), run.seed or 0,
+                                scheduler=scheduler)
+    if scheduler and workers > 1:
+        raise CortexError("give --workers or --scheduler, not both: with --scheduler the cluster's workers run the chunks")
+    resume = run.read_artifact(resume_path, SIM_KIND) if resume_path else None
     if theta_path:
         src = run.read_artifact(theta_path)
         theta = npe_io.theta_from_artifact(src)
@@ -113,7 +122,7 @@ def simulate(run, task, fidelity, simulator, simulator_cmd, prior_path, num_simu
         theta = npe.draw_parameters(prior, num_simulations, run.torch_generator(), posterior=post, x_o=x_o,
                                     quantile=quantile, truncation_samples=truncation_samples, log=run)
     try:
-        result = npe.simulate(spec, theta, config, prior, log=run)
+        result = npe.simulate(spec, theta, config, prior, log=run, resume=resume)
     except npe.PartialFailure as failure:
         _keep_partial(run, partial, failure)
     run.write_artifact(result.tensors, SIM_KIND, metadata=result.metadata)
@@ -130,11 +139,14 @@ def _proposal_observation(run, post, post_art, x_o_path, observation):
 
 @verb(group, "merge", output="artifact")
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
-def merge(run, files):
-    """Join simulation shards (or any simulation files) into one, in run order."""
+@click.option("--allow-partial", is_flag=True, help="Join an incomplete set of shards (or partial files) and say "
+              "what is missing; the result is marked partial.")
+def merge(run, files, allow_partial):
+    """Join the shards of one run into what the unsharded run writes (refuses a set that is incomplete,
+    repeats a shard or mixes runs); plain simulation files are joined in order."""
     from cortexkit.tools import npe
 
-    result = npe.merge([run.read_artifact(f, SIM_KIND) for f in files], log=run)
+    result = npe.merge([run.read_artifact(f, SIM_KIND) for f in files], log=run, allow_partial=allow_partial)
     run.write_artifact(result.tensors, SIM_KIND, metadata=result.metadata)
 
 
@@ -145,7 +157,8 @@ def merge(run, files):
 @click.option("--method", type=click.Choice(METHODS), required=True, help="Inference method.")
 @click.option("--hf", "hf_path", metavar="FILE", help="High-fidelity simulations (amortized methods).")
 @click.option("--lf", "lf_path", metavar="FILE", help="Low-fidelity simulations to pretrain on (mf-* methods).")
-@click.option("--pretrained", metavar="POSTERIOR", help="Reuse an LF-pretrained npe-posterior instead of --lf.")
+@click.option("--pretrained", metavar="POSTERIOR", help="Reuse an LF-pretrained npe-posterior instead of --lf: what "
+              "'train --method npe --hf LF --lr 1e-4' writes.")
 @click.option("--prior", "prior_path", metavar="YAML", help="Prior spec (default: the task's, or the one in --hf/--lf).")
 @click.option("--task", help="Built-in task: its prior, and its HF simulator for sequential methods.")
 @click.option("--simulator", metavar="MODULE:FUNCTION", help="HF simulator for sequential methods.")

@@ -30,6 +30,10 @@ recording_options = option_set(
                  help="Units of array recordings (default uV) or of EDF channels with unknown units."),
 )
 ADVANCED_RECORDING = ("sfreq", "channel_names", "units", "batch_size")
+precision_option = click.option(
+    "--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
+    help="bf16: the transformer under bfloat16 autocast, ~1.4x faster on AMX CPUs; ~3 % of tokens "
+         "differ from fp32 on a random encoder.")
 
 
 def _check_output(run):
@@ -86,14 +90,15 @@ class _Tracker:
             rec.data = None  # only the facts stay, not the signal
 
 
-def _encode(run, model, prep, recordings, stride, batch_size, sfreq, channel_names, units):
+def _encode(run, model, prep, recordings, stride, batch_size, sfreq, channel_names, units,
+            precision="fp32"):
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg.api import encode_windows
 
     tracker = _Tracker(_recordings(run, recordings, prep, sfreq, channel_names, units))
     batches = eeg.iter_windows(tracker, prep, stride, batch_size)
     encoded = encode_windows(model, batches, device=run.device, progress=run.progress,
-                             high_amplitude=lambda x: eeg.high_amplitude(x, prep))
+                             high_amplitude=lambda x: eeg.high_amplitude(x, prep), precision=precision)
     return tracker.items, encoded
 
 
@@ -181,18 +186,21 @@ def _epoch_line(epoch, epochs, record):
     return f"epoch {epoch}/{epochs}: " + ", ".join(parts + usage)
 
 
-@verb(group, "encode", output="artifact", torch_options=True, advanced=ADVANCED_RECORDING)
+@verb(group, "encode", output="artifact", torch_options=True, advanced=ADVANCED_RECORDING + ("precision",))
 @click.argument("tokenizer", metavar="TOKENIZER")
 @click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
 @click.option("--channels", default=None, metavar="A,B,..",
               help="Check the tokenizer's montage is this one (an error if not).")
 @recording_options
-def encode_cmd(run, tokenizer, recordings, channels, stride, batch_size, sfreq, channel_names, units):
+@precision_option
+def encode_cmd(run, tokenizer, recordings, channels, stride, batch_size, sfreq, channel_names, units,
+               precision):
     """Tokenize recordings -> eeg-tokens artifact (token_t, token_f per channel and patch)."""
     _check_output(run)
     model, prep = _load_tokenizer(run, tokenizer)
     _check_montage(channels, prep)
-    items, enc = _encode(run, model, prep, recordings, stride, batch_size, sfreq, channel_names, units)
+    items, enc = _encode(run, model, prep, recordings, stride, batch_size, sfreq, channel_names, units,
+                         precision)
     tensors, metadata = _tokens_payload(prep, items, enc, stride)
     run.info(f"{len(enc.token_f)} windows; {100 * metadata['eeg.high_amplitude_share']:.1f}% "
              "with |x| >= 100 uV")
@@ -287,13 +295,15 @@ def evaluate_cmd(run, tokenizer, recordings, stride, batch_size, sfreq, channel_
 
 
 @verb(group, "features", output="artifact", torch_options=True,
-      advanced=ADVANCED_RECORDING + ("parts",))
+      advanced=ADVANCED_RECORDING + ("parts", "precision"))
 @click.argument("tokenizer", metavar="TOKENIZER")
 @click.argument("inputs", nargs=-1, required=True, metavar="RECORDING...|TOKENS|-")
 @click.option("--parts", default="hist,mean", show_default=True, metavar="hist,mean",
               help="Feature groups: token histograms and/or mean quantized vectors.")
 @recording_options
-def features_cmd(run, tokenizer, inputs, parts, stride, batch_size, sfreq, channel_names, units):
+@precision_option
+def features_cmd(run, tokenizer, inputs, parts, stride, batch_size, sfreq, channel_names, units,
+                 precision):
     """Per-window features (token histograms, mean codes, label) -> table artifact."""
     _check_output(run)
     from cortexkit.formats.table import write_table
@@ -301,7 +311,7 @@ def features_cmd(run, tokenizer, inputs, parts, stride, batch_size, sfreq, chann
 
     model, prep = _load_tokenizer(run, tokenizer)
     sources, starts, labels, token_t, token_f = _feature_inputs(
-        run, inputs, model, prep, stride, batch_size, sfreq, channel_names, units)
+        run, inputs, model, prep, stride, batch_size, sfreq, channel_names, units, precision)
     columns = features(model, token_t, token_f, parts=_parts(parts))
     write_table(run.output, _feature_table(sources, starts, labels, columns),
                 producer=run.producer, config=run.config)
@@ -316,7 +326,8 @@ def _parts(text):
     return parts
 
 
-def _feature_inputs(run, inputs, model, prep, stride, batch_size, sfreq, channel_names, units):
+def _feature_inputs(run, inputs, model, prep, stride, batch_size, sfreq, channel_names, units,
+                    precision="fp32"):
     import numpy as np
 
     from cortexkit.formats.errors import CortexError
@@ -332,7 +343,8 @@ def _feature_inputs(run, inputs, model, prep, stride, batch_size, sfreq, channel
         return ([names[i] for i in artifact.tensors["window_source"]],
                 artifact.tensors["window_start"], [levels[i] for i in artifact.tensors["window_label"]],
                 token_t, token_f)
-    items, enc = _encode(run, model, prep, inputs, stride, batch_size, sfreq, channel_names, units)
+    items, enc = _encode(run, model, prep, inputs, stride, batch_size, sfreq, channel_names, units,
+                         precision)
     return ([items[i].source for i in enc.source], np.asarray(enc.starts),
             [lab or "none" for lab in enc.labels], enc.token_t, enc.token_f)
 

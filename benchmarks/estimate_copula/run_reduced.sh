@@ -21,4 +21,8 @@ b)
 c)
   python $B run --dataset magic --models cdc --cdc-seconds 900 --timeout 1850 --out $R/magic_cdc_900s.yaml
   ;;
+d)
+  # log Z with both proposals (issue's and the CDC's own samples) on one MAGIC CDC
+  python $B run --dataset magic --models cdc --cdc-seconds 300 --proposals issue,samples --timeout 1500 --out $R/magic_cdc_proposals.yaml
+  ;;
 esac

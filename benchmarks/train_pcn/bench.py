@@ -6,6 +6,9 @@ the same seeds and the same subsets, in one run; writes YAML.
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/train_pcn/bench.py cifar \
         --archs vgg5,vgg7,vgg9 --width-scale 0.125 --train-limit 5000 --epochs 2 --seeds 0 \
         -o benchmarks/train_pcn/cifar.yaml
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/train_pcn/bench.py mnist --depths 5,8,12,16 \
+        --train-limit 5000 --methods BP,BP+WN,Meta-PCN,'Meta-PCN w/o WN' \
+        --gains 1,sqrt(2),2,2*sqrt(2) -o benchmarks/train_pcn/mnist_gain.yaml
 
 Every method uses AdamW (lr 1e-3, PCX warmup-cosine), batch 128 and the same T inference steps
 (max(8, L - 1), so Meta-PCN's Jacobi steps reach the bottom layer); PC and iPC use eta_x = 0.1,
@@ -45,18 +48,19 @@ def subset(images, labels, limit, seed=1234):
     return images[order], labels[order]
 
 
-def run_one(name, spec, train, test, epochs, seed, steps, augment, normalize, init="default"):
+def run_one(name, spec, train, test, epochs, seed, steps, augment, normalize, init="default",
+            gain=1.0):
     method, wn = METHODS[name]
     eta = 1.0 if method == "meta-pcn" else 0.1
     cfg = TrainConfig(method=method, epochs=epochs, batch_size=128, lr=1e-3, weight_norm=wn,
-                      augment=augment, inference=InferenceConfig(steps=steps, state_lr=eta))
+                      weight_norm_gain=gain, augment=augment, inference=InferenceConfig(steps=steps, state_lr=eta))
     start = time.perf_counter()
     model, result = api.fit(train[0], train[1], spec, cfg, normalize=normalize, test=test,
                             seed=seed, init=init)
     wall = time.perf_counter() - start
     probe = api.evaluate_model(model, test[0][:1000], test[1][:1000])
     hist = result.history
-    return {"method": name, "seed": seed, "steps": steps if method != "bp" else 0,
+    return {"method": name, "seed": seed, "weight_norm_gain": round(gain, 4) if wn else None, "steps": steps if method != "bp" else 0,
             "final_top1": round(100 * hist[-1].test_top1, 2),
             "best_top1": round(100 * max(h.test_top1 for h in hist), 2),
             "s_per_epoch": round(float(np.mean([h.seconds for h in hist])), 2),
@@ -79,6 +83,9 @@ def main(argv=None):
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--train-limit", type=int, default=None)
     p.add_argument("--test-limit", type=int, default=None)
+    p.add_argument("--gains", default="1",
+                   help="comma list of --weight-norm-gain values, each run for the WN methods "
+                        "(BP+WN, Meta-PCN); methods without WN run once")
     p.add_argument("--init", choices=["default", "kaiming"], default="default")
     p.add_argument("--ipc-max-depth", type=int, default=99,
                    help="skip iPC (T weight steps per batch) above this depth, to fit the time")
@@ -92,6 +99,7 @@ def main(argv=None):
     test = subset(te.images, te.labels, args.test_limit)
     seeds = [int(s) for s in args.seeds.split(",")]
     methods = args.methods.split(",")
+    gains = [float(eval(g, {"sqrt": np.sqrt})) for g in args.gains.split(",")]  # e.g. 2*sqrt(2)
     if args.suite == "mnist":
         configs = [(f"MLP L={d}", NetworkSpec("mlp", (1, 28, 28), 10, width=128, depth=d), d)
                    for d in map(int, args.depths.split(","))]
@@ -105,23 +113,24 @@ def main(argv=None):
         augment, normalize = True, "cifar10"
     out = {"suite": args.suite, "data": file.name, "train_examples": int(len(train[1])),
            "test_examples": int(len(test[1])), "epochs": args.epochs, "seeds": seeds,
-           "torch_threads": torch.get_num_threads(), "init": args.init, "runs": []}
+           "torch_threads": torch.get_num_threads(), "init": args.init,
+           "gains": [round(g, 4) for g in gains], "runs": []}
     for label, spec, depth in configs:
         steps = max(8, depth - 1)
         for name in methods:
             if name == "iPC" and depth > args.ipc_max_depth:
                 continue
-            for seed in seeds:
-                row = {"config": label, "L": depth,
-                       **run_one(name, spec, train, test, args.epochs, seed, steps, augment,
-                                 normalize, args.init)}
-                out["runs"].append(row)
-                print(yaml.safe_dump([row], sort_keys=False, width=200).strip(), file=sys.stderr,
-                      flush=True)
-                text = yaml.safe_dump(out, sort_keys=False, width=200)
-                if args.output == "-":
-                    continue
-                Path(args.output).write_text(text)
+            for gain in (gains if METHODS[name][1] else [1.0]):
+                for seed in seeds:
+                    row = {"config": label, "L": depth,
+                           **run_one(name, spec, train, test, args.epochs, seed, steps, augment,
+                                     normalize, args.init, gain)}
+                    out["runs"].append(row)
+                    print(yaml.safe_dump([row], sort_keys=False, width=200).strip(),
+                          file=sys.stderr, flush=True)
+                    if args.output != "-":
+                        Path(args.output).write_text(yaml.safe_dump(out, sort_keys=False,
+                                                                    width=200))
     if args.output == "-":
         print(yaml.safe_dump(out, sort_keys=False, width=200))
 

@@ -203,7 +203,7 @@ def test_bad_tables(cli, one_line_error, tmp_path):
     out = tmp_path / "m.safetensors"
     miss = write_table(tmp_path / "miss.csv", missing=True)
     one_line_error(cli(TOOL, "train", miss, "--label", "y", "--sensitive", "sex", "-o", out),
-                   f"{TOOL} train", "column 'x2' has 1 missing value")
+                   f"{TOOL} train", f"{miss}: column 'x2' has 1 missing value")
     cont = write_table(tmp_path / "cont.csv", label_fn=lambda rng, n: np.round(rng.normal(size=n), 3))
     one_line_error(cli(TOOL, "train", cont, "--label", "y", "--sensitive", "sex", "-o", out),
                    f"{TOOL} train", "must be binary or categorical")

@@ -61,6 +61,14 @@ def test_capped_steps_spend_the_budget_or_say_why(cli, tmp_path):
     assert r["steps"] == 20 and "would spend it in 20 steps" in r["budget_warning"] and "warning" in acc.stderr
 
 
+def test_account_refuses_a_step_count_it_cannot_compose_in_time(cli, one_line_error, tmp_path):
+    # 1e8 steps would hang in the PLD composition; refused up front with the estimate
+    out = tmp_path / "r.yaml"
+    p = cli(TOOL, "account", "--sigma", "1", "--sampling-rate", "0.01", "--steps", "100000000", "-o", out)
+    one_line_error(p, f"{TOOL} account", "accounting 100000000 steps would take about")
+    assert not out.exists()
+
+
 def test_stray_label_value_is_an_error(cli, one_line_error, tmp_path):
     def stray(rows):
         rows[3][2] = "maybe"

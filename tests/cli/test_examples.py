@@ -7,7 +7,7 @@ when it is registered. A block is not run, and the test says why, when it
 
 - reads a file that neither the shared data (``../shared/data``, rewritten to
   ``CORTEXKIT_SHARED_DATA``) nor an earlier block provides: it needs the user's files;
-- calls a program this machine lacks (``yq``, ``parallel``);
+- calls a program this machine lacks (``yq``, ``parallel``, ``sbatch``);
 - is not a shell command (a YAML sample), installs packages, or runs the test suite.
 
 Sizes: a page may list, in its ``EXAMPLES_SHRINK`` (``man/src/COMMAND.yaml``), text substitutions that shrink
@@ -37,7 +37,7 @@ FILE_RE = re.compile(r"(?<![\w{}*/.$-])((?:\.\.?/|/)?[\w{}*$+.-]*(?:/[\w{}*$+.-]
                      r"\.(?:st|safetensors|csv|soc|soi|txt|npz|npy|data|yaml|yml|png|edf|bdf|fif|"
                      r"gltf|glb|h5|json|mat|toml))(?![\w/])")
 OUTPUT_FLAGS = ("-o", "--output", "--plot", "--scores", "--partial", "--log", "--checkpoint", ">")
-EXTERNAL = ("yq", "parallel", "jq", "man")
+EXTERNAL = ("yq", "parallel", "jq", "man", "sbatch", "srun")
 
 # the README's blocks: the set-up block installs (skipped part) and then runs the main job
 README_SHRINK = {"--fidelity lf -n 1000": "--fidelity lf -n 300",

@@ -158,3 +158,67 @@ def test_bad_evidence_is_one_line_and_writes_nothing(cli, data, one_line_error, 
     proc = cli(TOOL, "sample", model, "--given-file", tmp_path / "ok.csv", "--given", "1", "-o", tmp_path / "x.st")
     one_line_error(proc, f"{TOOL} sample", "not both")
     assert not (tmp_path / "x.st").exists()
+
+
+def test_mbr_is_the_brute_force_optimum_of_the_same_draws(cli, data):
+    """`sample --strategy mbr` decides from exactly the draws `sample -n S` gives with the same seed
+    (per --given-file row); over S_4 no ordering has a better sample-mean metric."""
+    from cortexkit.tools.permutations import mbr
+
+    model = fit(cli, data, "ar", data / "train.txt", "--model", "ar", "--representation", "lehmer",
+                "--epochs", "3", *TINY)
+    rows = [[3], [-1], [1]]
+    np.save(data / "ev3.npy", np.array(rows))
+    S = 40
+    proc = cli(TOOL, "sample", model, "--given-file", data / "ev3.npy", "-n", S, "--seed", 3,
+               "-o", data / "draws3.st")
+    assert proc.returncode == 0, proc.stderr
+    draws = load((data / "draws3.st").read_bytes())["orderings"].astype(np.int64).reshape(len(rows), S, n)
+    for metric in ("ndcg@2", "footrule", "kendall"):
+        proc = cli(TOOL, "sample", model, "--given-file", data / "ev3.npy", "--strategy", "mbr", "--metric",
+                   metric, "--mbr-samples", S, "--seed", 3, "-v", "-o", data / "mbr.st")
+        assert proc.returncode == 0, proc.stderr
+        assert "rows decided" in proc.stderr and f"from {S} samples per row" in proc.stderr
+        out = load((data / "mbr.st").read_bytes())
+        m = mbr.parse_metric(metric)
+        values = np.stack([mbr.expected_metric(np.tile(p, (len(rows), 1)), draws, m) for p in EVERY], 1)
+        best = values.max(1) if m.higher_is_better else values.min(1)
+        assert out["orderings"].shape == (len(rows), n)
+        assert np.allclose(out["expected_metric"], best, atol=1e-9), metric
+        got = mbr.expected_metric(out["orderings"].astype(np.int64), draws, m)
+        assert np.allclose(got, best, atol=1e-9), metric
+    for bad, words in ((["--strategy", "mbr", "-n", "2"], "one ranking per row"),
+                       (["--metric", "kendall"], "apply to --strategy mbr"),
+                       (["--strategy", "mbr", "--metric", "map"], "use ndcg")):
+        proc = cli(TOOL, "sample", model, *bad, "-o", data / "x.st")
+        assert proc.returncode != 0 and words in proc.stderr and not (data / "x.st").exists()
+
+
+def test_feature_conditioned_insertion_rows_reveal_any_subset(cli, data):
+    """One aligned feature token per item (m = n): rows revealing the order of any two items are
+    relabelled like item ids, the tokens moving with their items; S_4 against `score --context`."""
+    rng = np.random.default_rng(2)
+    x = np.loadtxt(data / "train.txt", delimiter=",", dtype=np.int64)
+    ctx = rng.normal(size=(len(x), n, 3)).astype(np.float32)
+    save_file({"context": ctx}, str(data / "ctx.st"))
+    model = fit(cli, data, "feat", data / "train.txt", "--model", "ar", "--representation", "insertion",
+                "--condition", "features", "--context", data / "ctx.st", "--epochs", "2", *TINY)
+    rows = [[3, 1], [2, 0]]
+    test_ctx = rng.normal(size=(2, n, 3)).astype(np.float32)
+    save_file({"context": test_ctx}, str(data / "ctx2.st"))
+    save_file({"given": np.array(rows, dtype=np.int64)}, str(data / "sub2.st"))
+    proc = cli(TOOL, "sample", model, "--context", data / "ctx2.st", "--given-file", data / "sub2.st",
+               "--strategy", "beam", "--beam-width", 24, "-n", 12, "-o", data / "best.st")
+    assert proc.returncode == 0, proc.stderr
+    joints = []
+    for given, c in zip(rows, test_ctx):
+        labels = sorted(given) + sorted(set(range(n)) - set(given))  # model label j <- item labels[j]
+        save_file({"context": np.repeat(c[labels][None], len(EVERY), 0)}, str(data / "ctx_every.st"))
+        write_artifact(data / "every.st", {"orderings": EVERY.astype(np.int16)}, "permutations",
+                       metadata={"permutations.n": str(n)})
+        proc = cli(TOOL, "score", model, data / "every.st", "--context", data / "ctx_every.st",
+                   "--scores", data / "lp.st")
+        assert proc.returncode == 0, proc.stderr
+        lp = load((data / "lp.st").read_bytes())["log_likelihood"]
+        joints.append({tuple(int(labels[v]) for v in p): float(value) for p, value in zip(EVERY.tolist(), lp)})
+    check_rows(load((data / "best.st").read_bytes()), rows, 12, joints, order_consistent)

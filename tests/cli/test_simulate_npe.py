@@ -1,6 +1,9 @@
 """cortexkit simulate-npe through the installed command: pipelines, shards, external simulators, bad input."""
+import json
+import os
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -22,6 +25,8 @@ EXTERNAL = textwrap.dedent("""\
     mode = os.environ.get("MODE", "ok")
     if mode == "crash" and first >= 20:
         sys.exit("boom: solver diverged")
+    if mode == "crash-one" and first == 20:
+        sys.exit("boom: chunk 2 diverged")
     if mode == "hang" and first >= 10:
         time.sleep(60)
     if mode == "crash-second":  # dies on its second call (a marker file counts the calls)
@@ -31,6 +36,8 @@ EXTERNAL = textwrap.dedent("""\
     x = np.stack([theta[:, 0] + theta[:, 1], theta[:, 0] * theta[:, 1], theta[:, 1] ** 2], 1)
     if mode == "shape" and first >= 10:
         x = x[:, :2]
+    if os.environ.get("LOG"):  # one file per chunk that came back
+        open(os.path.join(os.environ["LOG"], f"ok-{first}"), "w").close()
     sys.stdout.buffer.write(save({"x": np.ascontiguousarray(x, dtype=np.float32)}))
     """)
 
@@ -53,6 +60,17 @@ def sims(path):
     return load_file(str(path))
 
 
+def same_bytes(path_a, path_b, scratch):
+    """True when file b is byte-identical to file a once given a's command stamp (producer and
+    config name the options, which differ between a sharded, merged, Dask or resumed run)."""
+    from cortexkit.formats.artifact import CONFIG, KIND, PRODUCER, VERSION, read_artifact, write_artifact
+
+    a, b = read_artifact(str(path_a)), read_artifact(str(path_b))
+    extra = {k: v for k, v in b.metadata.items() if k not in (KIND, VERSION, PRODUCER, CONFIG)}
+    write_artifact(str(scratch), dict(b.tensors), b.kind, producer=a.producer, config=a.config, metadata=extra)
+    return Path(scratch).read_bytes() == Path(path_a).read_bytes()
+
+
 def test_simulate_is_deterministic_and_shards_merge_to_the_whole(cli, work):
     common = ["simulate", "--task", "ou", "-n", "55", "--chunk-size", "10", "--seed", "3"]
     (work / "again").mkdir()
@@ -70,8 +88,65 @@ def test_simulate_is_deterministic_and_shards_merge_to_the_whole(cli, work):
     for key in ("theta", "x", "index"):
         assert torch.equal(a[key], b[key]), key
     assert a["x"].shape == (55, 10) and a["index"].tolist() == list(range(55))
+    assert same_bytes(work / "all.st", work / "merged.st", work / "restamped.st")
     dup = cli(TOOL, "merge", work / "s0.st", work / "s0.st", "-o", work / "dup.st")
-    assert dup.returncode == 1 and "more than one input" in dup.stderr and not (work / "dup.st").exists()
+    assert dup.returncode == 1 and "shard 0/3 given twice" in dup.stderr and not (work / "dup.st").exists()
+
+
+def meta(path):
+    from cortexkit.formats.artifact import read_artifact
+
+    return read_artifact(str(path)).metadata
+
+
+@pytest.mark.parametrize("n, shards, chunk", [(1000, 4, 1000), (3, 4, 10)])
+def test_any_n_and_shard_count_merge_to_the_unsharded_bytes(cli, work, n, shards, chunk):
+    """Issue 24: -n 1000 --shard i/4 used to crash shards 0-2 (one chunk, four shards). Shards now
+    split rows; n < N leaves empty shards, which are valid empty files."""
+    common = ["simulate", "--task", "ou", "-n", str(n), "--chunk-size", str(chunk), "--seed", "7"]
+    assert cli(TOOL, *common, "-o", work / "all.st").returncode == 0
+    rows = []
+    for i in range(shards):
+        p = cli(TOOL, *common, "--shard", f"{i}/{shards}", "-o", work / f"s{i}.st")
+        assert p.returncode == 0, p.stderr
+        m = meta(work / f"s{i}.st")
+        run = json.loads(m["npe.run"])
+        assert m["npe.shard"] == f"{i}/{shards}" and run["n"] == n and run["seed"] == 7
+        assert run["simulator"] == "task ou (hf)" and len(run["prior"]) == 16
+        lo, hi = json.loads(m["npe.rows"])
+        assert sims(work / f"s{i}.st")["index"].tolist() == list(range(lo, hi))
+        rows.append((lo, hi))
+    # the row ranges tile 0..n and none is empty unless n < N
+    assert rows[0][0] == 0 and rows[-1][1] == n and all(rows[k][1] == rows[k + 1][0] for k in range(shards - 1))
+    assert sum(hi == lo for lo, hi in rows) == max(0, shards - n)
+    files = [work / f"s{i}.st" for i in reversed(range(shards))]
+    m = cli(TOOL, "merge", *files, "-o", work / "merged.st")
+    assert m.returncode == 0, m.stderr
+    assert f"merged {shards} shards: all {n} rows" in m.stderr
+    assert same_bytes(work / "all.st", work / "merged.st", work / "restamped.st")
+
+
+def test_merge_refuses_incomplete_or_mixed_sets_and_allow_partial_says_what_it_joins(cli, work, one_line_error):
+    common = ["simulate", "--task", "ou", "-n", "40", "--chunk-size", "10", "--seed", "7"]
+    for i in range(4):
+        assert cli(TOOL, *common, "--shard", f"{i}/4", "-o", work / f"s{i}.st").returncode == 0
+    assert cli(TOOL, *common[:-1], "8", "--shard", "3/4", "-o", work / "other.st").returncode == 0
+    assert cli(TOOL, *common, "--shard", "1/2", "-o", work / "half.st").returncode == 0
+    out = work / "m.st"
+    p = cli(TOOL, "merge", work / "s0.st", work / "s2.st", "-o", out)
+    one_line_error(p, f"{TOOL} merge", "incomplete set: shards 1, 3 of 4 missing (rows 10..19, 30..39)", "--allow-partial")
+    assert not out.exists()
+    p = cli(TOOL, "merge", work / "s0.st", work / "s1.st", work / "s2.st", work / "other.st", "-o", out)
+    one_line_error(p, f"{TOOL} merge", "are from different runs: seed 8 vs 7")
+    p = cli(TOOL, "merge", work / "s0.st", work / "half.st", "-o", out)
+    one_line_error(p, f"{TOOL} merge", "shards of different splits (0/4, 1/2)")
+    assert not out.exists()
+    p = cli(TOOL, "merge", "--allow-partial", work / "s2.st", work / "s0.st", "-o", out)
+    assert p.returncode == 0, p.stderr
+    assert "shards 1, 3 of 4 missing" in p.stderr and "rows 0..9, 20..29 (20 of 40)" in p.stderr
+    d, m = sims(out), meta(out)
+    assert d["index"].tolist() == list(range(10)) + list(range(20, 30))
+    assert m["npe.partial"] == "true" and json.loads(m["npe.done"]) == [[0, 10], [20, 30]]
 
 
 def test_workers_give_the_same_numbers(cli, work):
@@ -109,6 +184,34 @@ def test_failing_simulator_gives_one_line_and_keeps_finished_work(cli, work, one
     assert not out.exists()
     part = sims(f"{out}.partial")
     assert part["theta"].shape[0] == kept and part["index"].tolist() == list(range(kept))
+
+
+def test_workers_keep_every_finished_chunk_and_resume_gives_the_uninterrupted_bytes(cli, work):
+    """Issue 24: with --workers 2 the chunks finished after a failure were thrown away. Now every
+    chunk the simulator finished is in the partial file (npe.done lists its rows), and --resume
+    simulates only the rest and writes what an uninterrupted run writes."""
+    ext = ["--simulator-cmd", f"{sys.executable} {work / 'extsim.py'}"]
+    common = ["simulate", "--prior", work / "prior.yaml", "-n", "60", "--chunk-size", "10", "--seed", "5", *ext]
+    assert cli(TOOL, *common, "-o", work / "whole.st").returncode == 0
+    log1, log2 = work / "log1", work / "log2"
+    log1.mkdir(), log2.mkdir()
+    out = work / "out.st"
+    p = cli(TOOL, *common, "--workers", "2", "-o", out, env={"MODE": "crash-one", "LOG": str(log1)})
+    assert p.returncode == 1 and "simulations 20..29: simulator command exited with status 1" in p.stderr
+    ran = sorted(int(f.name[3:]) for f in log1.iterdir())
+    assert 0 in ran and 10 in ran and 20 not in ran  # chunks 0 and 1 precede the failing chunk 2
+    part = sims(f"{out}.partial")
+    done = json.loads(meta(f"{out}.partial")["npe.done"])
+    kept = sorted({int(i) // 10 * 10 for i in part["index"].tolist()})
+    assert kept == ran and sum(b - a for a, b in done) == 10 * len(ran)
+    assert f"the {10 * len(ran)} finished simulations (rows " in p.stderr
+    r = cli(TOOL, *common, "--workers", "2", "--resume", f"{out}.partial", "-o", out, env={"LOG": str(log2)})
+    assert r.returncode == 0, r.stderr
+    again = sorted(int(f.name[3:]) for f in log2.iterdir())
+    assert again == [c for c in range(0, 60, 10) if c not in ran]  # only what was missing
+    assert same_bytes(work / "whole.st", out, work / "restamped.st")
+    other = cli(TOOL, *common[:-4], "--seed", "6", *ext, "--resume", f"{out}.partial", "-o", work / "x.st")
+    assert other.returncode == 1 and "from another run (seed 5, this run 6)" in other.stderr
 
 
 def test_invalid_simulations_are_dropped_and_counted(cli, work):
@@ -201,6 +304,23 @@ def test_evaluate_plots_pairs_and_sbc_ranks(cli, one_line_error, work):
     assert not (work / "no.png").exists()
 
 
+def test_pretrained_is_what_npe_at_the_pretraining_rate_writes(cli, work):
+    """--pretrained's documented input: train --method npe --hf LF --lr 1e-4 gives the very flow
+    mf-npe --lf LF pretrains, so the fine-tuned weights are identical either way."""
+    assert cli(TOOL, "simulate", "--task", "ou", "--fidelity", "lf", "-n", "200", "--seed", "1", "-o", work / "lf.st").returncode == 0
+    assert cli(TOOL, "simulate", "--task", "ou", "-n", "40", "--seed", "2", "-o", work / "hf.st").returncode == 0
+    seed = ["--seed", "4", *TINY]
+    assert cli(TOOL, "train", "--method", "mf-npe", "--lf", work / "lf.st", "--hf", work / "hf.st", *seed,
+               "-o", work / "direct.st").returncode == 0
+    pre = cli(TOOL, "train", "--method", "npe", "--hf", work / "lf.st", "--lr", "1e-4", *seed, "-o", work / "pre.st")
+    assert pre.returncode == 0, pre.stderr
+    p = cli(TOOL, "train", "--method", "mf-npe", "--pretrained", work / "pre.st", "--hf", work / "hf.st", *seed,
+            "-o", work / "reused.st")
+    assert p.returncode == 0, p.stderr
+    a, b = sims(work / "direct.st"), sims(work / "reused.st")
+    assert sorted(a) == sorted(b) and all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_sequential_method_through_the_cli(cli, work):
     assert cli(TOOL, "simulate", "--task", "ou", "--fidelity", "lf", "-n", "200", "--seed", "1", "-o", work / "lf.st").returncode == 0
     assert cli(TOOL, "simulate", "--task", "ou", "-n", "2", "--seed", "9", "-o", work / "obs.st").returncode == 0
@@ -209,7 +329,7 @@ def test_sequential_method_through_the_cli(cli, work):
             "--truncation-samples", "1000", *TINY, "-o", work / "seq.st")
     assert p.returncode == 0, p.stderr
     d = sims(work / "seq.st")
-    assert d["rounds.theta"].shape == (30, 2) and d["rounds.round"].tolist() == [0] * 10 + [1] * 10 + [2] * 10
+    assert d["rounds.theta"].shape == (30, 2) and d["rounds.round"].tolist() == [1] * 10 + [2] * 10 + [3] * 10
     assert d["rounds.acquired"].sum() == 4 and torch.equal(d["x_o"], sims(work / "obs.st")["x"][1])
     assert any(k.startswith("member1.") for k in d)
     # the stored observation is the default for sampling
@@ -228,7 +348,7 @@ def test_sequential_training_keeps_finished_rounds_when_the_simulator_fails(cli,
     one_line_error(p, f"{TOOL} train", "round 2: simulations 10..19", "boom: second call", f"1 finished round(s) were kept in {out}.partial")
     assert not out.exists()
     part = sims(f"{out}.partial")
-    assert part["theta"].shape == (10, 2) and part["round"].tolist() == [0] * 10
+    assert part["theta"].shape == (10, 2) and part["round"].tolist() == [1] * 10  # the round the message calls 1
     # the kept simulations are the external simulator's outputs for those parameters
     th = part["theta"]
     assert torch.allclose(part["x"], torch.stack([th[:, 0] + th[:, 1], th[:, 0] * th[:, 1], th[:, 1] ** 2], 1))
@@ -291,3 +411,55 @@ def test_figure4_smoke_mf_npe_beats_npe_on_the_paper_ou_data(cli, shared_data, t
     print(f"figure-4 smoke: NPE {npe:.3f}, MF-NPE {mf:.3f}", c2st)
     assert mf < npe, c2st
     assert npe < 0.95 and mf < 0.9, c2st
+
+
+# GNU parallel is not installed here: a stand-in for "parallel CMD... ::: ARG..." ({} in CMD
+# replaced by each ARG, all jobs at once, exit status the number of failed jobs, as GNU's).
+PARALLEL = textwrap.dedent("""\
+    #!PYTHON
+    import subprocess, sys
+    args = sys.argv[1:]
+    cut = args.index(":::")
+    cmd, values = args[:cut], args[cut + 1:]
+    jobs = [subprocess.Popen([w.replace("{}", v) for w in cmd]) for v in values]
+    sys.exit(sum(job.wait() != 0 for job in jobs))
+    """)
+MY_MODEL = textwrap.dedent("""\
+    #!PYTHON
+    # a random model: its noise comes from the seed cortexkit gives each chunk
+    import os, sys
+    import numpy as np
+    from safetensors.numpy import load, save
+    theta = load(sys.stdin.buffer.read())["theta"]
+    rng = np.random.default_rng(int(os.environ["CORTEXKIT_SEED"]))
+    x = theta @ np.array([[1.0, 2.0, 0.5], [0.3, -1.0, 1.0]]) + rng.normal(size=(theta.shape[0], 3))
+    sys.stdout.buffer.write(save({"x": x.astype(np.float32)}))
+    """)
+
+
+def test_readme_fan_out_runs_as_printed_and_merges_to_the_unsharded_bytes(sh, work):
+    """Issue 24: the README's own fan-out crashed three of its four shards and merge joined the one
+    left. Its block runs here as printed (parallel is a stand-in) with a random external model."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```sh\n(.*?)```", readme, re.S) if "--shard {}/4" in b)
+    bin_dir = work / "bin"
+    bin_dir.mkdir()
+    for path, text in ((bin_dir / "parallel", PARALLEL), (work / "my_model", MY_MODEL)):
+        path.write_text(text.replace("PYTHON", sys.executable))
+        path.chmod(0o755)
+    env = {"PATH": os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), os.environ["PATH"]])}
+    p = sh(block, cwd=work, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "merged 4 shards: all 1000 rows, 1000 simulations" in p.stderr
+    # the same command without --shard and parallel: one local run
+    whole = block.split("\n")[0:2]
+    whole = " ".join(line.rstrip("\\") for line in whole).replace("parallel ", "", 1)
+    whole = whole.replace(" --shard {}/4", "").replace("-o shard{}.safetensors ::: 0 1 2 3", "-o whole.safetensors")
+    q = sh(whole, cwd=work, env=env)
+    assert q.returncode == 0, q.stderr
+    assert same_bytes(work / "whole.safetensors", work / "hf.safetensors", work / "restamped.st")
+    (work / "shard2.safetensors").unlink()
+    r = sh("cortexkit simulate-npe merge shard*.safetensors -o again.safetensors", cwd=work)
+    assert r.returncode == 1 and "shard 2 of 4 missing (rows 500..749)" in r.stderr

@@ -79,3 +79,18 @@ def test_help_all_lists_every_option_that_help_leaves_out(cli):
         assert hidden and not any(f"{max(p.opts, key=len)} " in short for p in hidden if p.name != "help_all"), args
         checked += 1
     assert checked >= 15
+
+
+def test_top_help_says_true_things_about_dash_o(cli):
+    # "commands that write one artifact or report take -o PATH; convert names its output as a
+    # second argument": every leaf command with an output has -o, and convert has none
+    text = " ".join(cli("--help").stdout.decode().split())
+    assert "take -o PATH" in text and "convert names its output as a second argument" in text
+    ctx = click.Context(entry.cli, info_name="cortexkit")
+    for name in entry.cli.list_commands(ctx):
+        command = entry.cli.get_command(ctx, name)
+        leaves = ([command.get_command(ctx, v) for v in command.list_commands(ctx)]
+                  if isinstance(command, click.Group) else [command])
+        for leaf in leaves:
+            has_o = any("-o" in p.opts for p in leaf.params if isinstance(p, click.Option))
+            assert has_o == (name != "convert"), (name, leaf.name)

@@ -98,6 +98,13 @@ def test_encode_decode_evaluate(cli, capsys, trained, shared_data, tmp_path):
     assert code == 0, err
     for name in ("token_t", "token_f"):
         np.testing.assert_array_equal(read(tmp_path / "again.st").tensors[name], art.tensors[name])
+    # --precision bf16 reaches the encoder: mostly the fp32 tokens, and recorded in the config
+    code, err = inproc(capsys, "tokenize-eeg", "encode", tok, run, "--stride", "8", "--precision", "bf16",
+                       "-o", tmp_path / "bf16.st")
+    assert code == 0, err
+    half = read(tmp_path / "bf16.st")
+    assert (half.tensors["token_f"] == art.tensors["token_f"]).mean() > 0.8
+    assert half.config["precision"] == "bf16"
     code, err = inproc(capsys, "tokenize-eeg", "decode", tok, tokens, "-o", tmp_path / "sig.st")
     assert code == 0, err
     sig = read(tmp_path / "sig.st", "eeg-signal")

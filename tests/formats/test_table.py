@@ -58,6 +58,9 @@ def test_nul_bytes_and_bad_csv_are_errors():
         T.parse_csv(b"a,b\n1,2\n3\n", "w.csv")
     with pytest.raises(CortexError, match="empty input"):
         T.parse_table(b"", "e.csv")
+    # a field past the csv module's limit: the file named, not csv.Error's traceback
+    with pytest.raises(CortexError, match=r"big.csv: malformed CSV \(field larger than field limit"):
+        T.parse_csv(b"a,b\n1," + b"x" * 200_000 + b"\n", "big.csv")
 
 
 def test_declared_categorical_numeric_codes():

@@ -205,6 +205,12 @@ def test_training_reduces_the_loss_and_encoding_is_deterministic():
     # state round trip keeps the tokens
     clone = api.from_state(model.config, api.state_tensors(model))
     assert np.array_equal(api.encode_windows(clone, [_Batch(x)]).token_f, first.token_f)
+    # bf16 autocast: deterministic, and the tokens mostly those of fp32 (near ties may flip)
+    half = api.encode_windows(model, [_Batch(x)], precision="bf16")
+    assert np.array_equal(half.token_f, api.encode_windows(model, [_Batch(x)], precision="bf16").token_f)
+    assert (half.token_t == first.token_t).mean() > 0.8 and (half.token_f == first.token_f).mean() > 0.8
+    with pytest.raises(ValueError, match="fp32 or bf16"):
+        model.encode(torch.from_numpy(x[:1]), "fp16")
 
 
 def test_codebook_health_counts_and_mutual_information():

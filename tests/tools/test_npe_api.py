@@ -70,10 +70,54 @@ def test_a_failed_run_hands_python_the_finished_simulations(tmp_path, monkeypatc
     assert with_partial is not None and "diverged" in str(with_partial)
     assert with_partial.tensors["index"].tolist() == list(range(20))
     assert torch.equal(with_partial.tensors["x"], theta[:20] * 2) and with_partial.metadata["npe.partial"] is True
-    assert with_partial.kept == "the 20 finished simulations"
+    assert with_partial.kept == "the 20 finished simulations (rows 0..19)"
     try:
         npe.load_train_inputs(npe.MethodConfig(method="mf-npe"), read_artifact, hf="x.st")
     except CortexError as err:
         assert "needs --lf FILE" in str(err)
     else:
         raise AssertionError("mf-npe without LF data must fail")
+
+
+def test_dispatch_stops_at_the_first_failure_and_keeps_what_was_running():
+    """The dispatcher of --workers and --scheduler on a backend whose pieces finish when the test
+    says: after piece 1 fails no new piece starts, and piece 0, still running then, is kept."""
+    from concurrent.futures import FIRST_COMPLETED, Future, wait
+
+    from cortexkit.tools.npe.simulation import Piece, _dispatch
+
+    class Manual:
+        limit, abandon_on_error = 2, False
+
+        def __init__(self):
+            self.futures, self.submitted, self.closed = {}, [], False
+
+        def submit(self, piece):
+            self.submitted.append(piece.chunk)
+            self.futures[piece.chunk] = f = Future()
+            if piece.chunk == 1:
+                f.set_exception(RuntimeError("simulations 10..19: boom"))  # fails first
+            return f
+
+        def wait_first(self, running):
+            done, _ = wait(list(running), timeout=0, return_when=FIRST_COMPLETED)
+            if not done:  # the failure has been seen: now let piece 0 finish
+                self.futures[0].set_result(torch.zeros(10, 1))
+                done = {self.futures[0]}
+            return [(f, None) for f in done]
+
+        def result(self, handle, piece):
+            return handle.result()
+
+        def close(self):
+            self.closed = True
+
+    backend, kept = Manual(), {}
+    pieces = [Piece(c, 10 * c, 10 * c + 10, (10 * c, 10 * c + 10)) for c in range(6)]
+    try:
+        _dispatch(pieces, backend, lambda piece, x: kept.__setitem__(piece.chunk, x))
+    except RuntimeError as err:
+        assert "boom" in str(err)
+    else:
+        raise AssertionError("the failure must be raised")
+    assert backend.submitted == [0, 1] and list(kept) == [0] and backend.closed

@@ -4,6 +4,7 @@ import itertools
 import math
 
 import pytest
+import numpy as np
 import torch
 
 from cortexkit.tools.permutations import classical as C
@@ -101,6 +102,20 @@ def test_plackett_luce_normalised_and_fit():
     # the first-choice frequencies follow softmax(w)
     first = torch.bincount(x[:, 0], minlength=5).double() / len(x)
     assert torch.allclose(first, torch.softmax(w, 0), atol=0.01)
+
+
+def test_plackett_luce_gradient_is_autograds_and_the_fit_is_stationary():
+    g = torch.Generator().manual_seed(6)
+    x = C.PlackettLuce(torch.tensor([0.9, -0.2, 0.4, -1.1, 0.0, 0.3], dtype=torch.float64)).sample(500, g)
+    s = torch.tensor([0.3, -0.7, 0.1, 0.5, -0.2, 0.0], dtype=torch.float64, requires_grad=True)
+    nll = -C.PlackettLuce(s).log_prob(x).mean()
+    nll.backward()
+    value, grad = C.plackett_luce_nll(s.detach().numpy(), x.numpy())
+    assert abs(value - float(nll)) < 1e-12
+    assert np.allclose(grad, s.grad.numpy(), atol=1e-12)
+    fit = C.fit_plackett_luce(x)
+    assert np.abs(C.plackett_luce_nll(fit.log_weights.numpy(), x.numpy())[1]).max() < 1e-7
+    assert abs(float(fit.log_weights.sum())) < 1e-12
 
 
 def small_net(rep, mode, n=4, context_dim=0):

@@ -281,13 +281,14 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
     need_columns(table, dropped, "--drop", source)
     if label in sens:
         raise CortexError(f"--label {label!r} is also named in --sensitive")
-    tab.check_missing(table, [label] + sens)
+    tab.check_missing(table, [label] + sens, source)
     classes = tab.label_classes(table[label], label)
     n = len(table[label])
     _check_classes(table[label], classes, label, config.min_class_rows, source)
     features = [c for c in table if c != label and c not in sens and c not in dropped]
     if not features:
         raise CortexError(f"{source}: no feature columns left after label, sensitive and --drop")
+    tab.check_missing(table, features, source)
     encoder = tab.TableEncoder.fit(table, features, standardize=config.standardize,
                                    categorical=set(config.categorical) | table.categorical)
     rc = _constraints(table, config, classes, features, warn)
@@ -451,8 +452,19 @@ class Model:
             return self.module(torch.as_tensor(x))
 
 
-def predict(model: Model, table: Columns, warn: Warn = _no_warn) -> tuple[torch.Tensor, torch.Tensor]:
+def _check_features(model: Model, table: Columns, source: str) -> None:
+    """The model's feature columns are present and complete, errors naming the table's file."""
+    missing = [c for c in model.encoder.columns if c not in table]
+    if missing:
+        raise CortexError(f"{source}: table lacks the feature column(s) {missing} the model was trained on")
+    tab.check_missing(table, model.encoder.columns, source)
+
+
+def predict(model: Model, table: Columns, warn: Warn = _no_warn,
+            source: str = "<table>") -> tuple[torch.Tensor, torch.Tensor]:
     """(labels (rows,) int64 class indices, probabilities (rows, classes) float32)."""
+    table = as_columns(table)
+    _check_features(model, table, source)
     probs = torch.softmax(model.logits(table, warn), dim=1)
     return probs.argmax(1).to(torch.int64), probs.float()
 
@@ -463,7 +475,8 @@ def evaluate(model: Model, table: Columns, source: str = "<table>", warn: Warn =
     label = model.info["label"]
     sens = list(model.info.get("sensitive") or [])
     need_columns(table, [label], "label", source)
-    tab.check_missing(table, [label])
+    tab.check_missing(table, [label], source)
+    _check_features(model, table, source)
     index = {c: i for i, c in enumerate(model.classes)}
     unknown = sorted(set(v for v in table[label] if v not in index))
     if unknown:
@@ -474,7 +487,7 @@ def evaluate(model: Model, table: Columns, source: str = "<table>", warn: Warn =
     report = {"rows": int(len(y)), "accuracy": float((pred == y).mean()), "error": float((pred != y).mean())}
     if sens:
         need_columns(table, sens, "sensitive", source)
-        tab.check_missing(table, sens)
+        tab.check_missing(table, sens, source)
         groups = np.array(["&".join(vals) for vals in zip(*[table[c] for c in sens])])
         report.update(metrics.fairness_gaps(pred, y, groups, len(model.classes)))
     if model.constraints is not None:

@@ -28,12 +28,14 @@ def _parse_float(v: str) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def check_missing(columns: dict[str, list[str]], names: list[str]) -> None:
-    """ValueError naming the first column with missing values (empty, '?', NA, NaN, null)."""
+def check_missing(columns: dict[str, list[str]], names: list[str], source: str | None = None) -> None:
+    """ValueError naming the first column with missing values (empty, '?', NA, NaN, null), and the
+    table's file when ``source`` is given."""
     for c in names:
         bad = [i for i, v in enumerate(columns[c]) if _is_missing(str(v))]
         if bad:
-            raise ValueError(f"column {c!r} has {len(bad)} missing value(s) (first at data row {bad[0] + 1}); "
+            where = f"{source}: " if source else ""
+            raise ValueError(f"{where}column {c!r} has {len(bad)} missing value(s) (first at data row {bad[0] + 1}); "
                              f"drop or impute those rows first")
 
 

@@ -21,10 +21,10 @@ import torch
 
 
 @torch.inference_mode()
-def encode(model, x: torch.Tensor) -> dict[str, torch.Tensor]:
+def encode(model, x: torch.Tensor, precision: str = "fp32") -> dict[str, torch.Tensor]:
     """x (B, C, P, L) -> token_t, token_f (B, C, P) int64 (eval mode, deterministic)."""
     model.eval()
-    return model.encode(x)
+    return model.encode(x, precision)
 
 
 @torch.inference_mode()

@@ -58,12 +58,13 @@ class Encoded:
 
 
 def encode_windows(model: TFDualTokenizer, batches: Iterable, *, high_amplitude=None,
-                   device="cpu", progress=None) -> Encoded:
-    """Stream batches through one encoder pass each -> :class:`Encoded`."""
+                   device="cpu", progress=None, precision="fp32") -> Encoded:
+    """Stream batches through one encoder pass each -> :class:`Encoded` (``precision``: see
+    :meth:`TFDualTokenizer.encode`)."""
     parts: dict[str, list] = {"t": [], "f": [], "starts": [], "source": [], "labels": []}
     high = 0
     for batch in (progress(batches) if progress else batches):
-        tokens = analysis.encode(model, torch.from_numpy(batch.x).to(device))
+        tokens = analysis.encode(model, torch.from_numpy(batch.x).to(device), precision)
         for name in ("t", "f"):
             if f"token_{name}" in tokens:
                 parts[name].append(tokens[f"token_{name}"].cpu().numpy())

@@ -263,11 +263,17 @@ class TFDualTokenizer(nn.Module):
         return out
 
     @torch.no_grad()
-    def encode(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    def encode(self, x: torch.Tensor, precision: str = "fp32") -> dict[str, torch.Tensor]:
         """Tokens only: one encoder pass, no decoders or contrastive term.
-        x (B, C, P, L) -> token_t, token_f (B, C, P) int64."""
+        x (B, C, P, L) -> token_t, token_f (B, C, P) int64. ``precision="bf16"`` runs the
+        transformer under bfloat16 autocast (AMX/AVX-512 CPUs, GPUs); heads and the nearest-code
+        search stay float32, as the quantizers do in mixed-precision training."""
+        if precision not in ("fp32", "bf16"):
+            raise ValueError(f"precision must be fp32 or bf16, got {precision!r}")
         b, c, p, _ = x.shape
-        features = self.encoder(x)
+        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
+            features = self.encoder(x)
+        features = features.float()
         out = {}
         streams = (("t", self.head_t, self.quantize_t),) if self.dual else ()
         for name, head, quantizer in streams + (("f", self.head_f, self.quantize_f),):

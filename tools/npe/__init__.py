@@ -11,7 +11,8 @@ The whole method from Python (what ``cortexkit simulate-npe`` does, see :mod:`.a
 # Lazy: the cli imports tools.npe.schema at start-up, which must not import torch (--help stays fast).
 _API = ("METHODS", "SEQUENTIAL", "EvaluateConfig", "MethodConfig", "PartialFailure", "SimulateConfig", "Simulations",
         "TrainInputs", "TrainResult", "check_evaluate_needs", "draw_parameters", "evaluate", "evaluate_config",
-        "load_train_inputs", "merge", "parse_shard", "sample", "score", "simulate", "simulator_spec", "train")
+        "load_train_inputs", "merge", "parse_shard", "run_record", "sample", "score", "shard_rows", "simulate",
+        "simulator_spec", "train")
 __all__ = ["io", *_API]
 
 

@@ -22,7 +22,7 @@ from cortexkit.formats.errors import CortexError
 from . import io as npe_io
 from .estimator import EnsemblePosterior, FlowConfig, PosteriorEstimator
 from .priors import Prior
-from .simulation import SimulationError, SimulatorSpec, run_chunks
+from .simulation import SimulationError, SimulatorSpec, run_chunks, run_pieces
 from .training import TrainConfig
 
 METHODS = ("npe", "mf-npe", "tsnpe", "mf-tsnpe", "a-mf-tsnpe")
@@ -100,7 +100,8 @@ def parse_shard(shard: str | None) -> tuple[int, int]:
 
 @dataclass
 class SimulateConfig:
-    """How a run of simulations is cut and executed. Chunk c of the run is seeded from (seed, c)."""
+    """How a run of simulations is cut and executed. Chunk c of the run is seeded from (seed, c).
+    ``scheduler``: the address of a Dask distributed scheduler that runs the chunks as tasks."""
 
     chunk_size: int = 1000
     workers: int = 1
@@ -109,6 +110,63 @@ class SimulateConfig:
     seed: int = 0
     quantile: float = 1e-6  # truncation, when parameters come from a proposal
     truncation_samples: int = 1_000_000
+    scheduler: str | None = None
+
+
+def shard_rows(total: int, chunk_size: int, shard: tuple[int, int]) -> tuple[int, int]:
+    """Rows [lo, hi) of shard i of N. With at least N chunks the shards are whole chunks (so any
+    simulator gives the unsharded numbers); with fewer, rows are split evenly (no shard is empty
+    unless total < N)."""
+    i, n = shard
+    n_chunks = -(-total // chunk_size)
+    if n_chunks >= n:
+        return min(total, n_chunks * i // n * chunk_size), min(total, n_chunks * (i + 1) // n * chunk_size)
+    return total * i // n, total * (i + 1) // n
+
+
+def digest(value) -> str:
+    """A short content digest: of a tensor's float32 bytes, or of a JSON-able value."""
+    import hashlib
+    import json
+
+    if isinstance(value, torch.Tensor):
+        data = value.detach().float().contiguous().numpy().tobytes()
+    else:
+        data = json.dumps(value, sort_keys=True).encode()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def run_record(spec: SimulatorSpec, theta: torch.Tensor, config: SimulateConfig, prior: Prior | None) -> dict:
+    """What makes simulations one run: every shard and partial file carries it, merge and --resume
+    compare it (n, seed, chunk size, simulator, prior digest, theta digest)."""
+    return {"n": int(theta.shape[0]), "seed": int(config.seed), "chunk_size": int(config.chunk_size),
+            "simulator": spec.describe(), "prior": digest(prior.to_spec()) if prior is not None else "",
+            "theta": digest(theta)}
+
+
+def _coalesce(ranges) -> list[list[int]]:
+    out = []
+    for a, b in sorted((int(a), int(b)) for a, b in ranges):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def _missing(lo: int, hi: int, done) -> list[list[int]]:
+    gaps, pos = [], lo
+    for a, b in _coalesce(done):
+        if a > pos:
+            gaps.append([pos, min(a, hi)])
+        pos = max(pos, b)
+    if pos < hi:
+        gaps.append([pos, hi])
+    return [g for g in gaps if g[1] > g[0]]
+
+
+def _ranges_text(ranges) -> str:
+    return ", ".join(f"{a}..{b - 1}" for a, b in ranges)
 
 
 def draw_parameters(prior: Prior | None, n: int | None, generator: torch.Generator, *,
@@ -144,66 +202,203 @@ class Simulations:
 
 
 def simulate(spec: SimulatorSpec, theta: torch.Tensor, config: SimulateConfig = SimulateConfig(),
-             prior: Prior | None = None, log=SILENT) -> Simulations:
-    """Simulate theta (N, d) of the whole run (this shard's chunks only) -> Simulations. Rows whose x
-    holds NaN/inf are dropped and counted. Raises PartialFailure carrying the finished chunks."""
-    from .simulation import SimulationError as _SimError
-
-    chunk_size = config.chunk_size
+             prior: Prior | None = None, log=SILENT, resume=None) -> Simulations:
+    """Simulate this shard's rows of theta (N, d), the parameters of the whole run -> Simulations.
+    Rows whose x holds NaN/inf are dropped and counted. ``resume``: the partial file (an Artifact)
+    of an interrupted run of the same simulations; only the rows it lacks are simulated. Raises
+    PartialFailure carrying every finished row (those of ``resume`` too) and their row ranges."""
+    chunk_size, total = config.chunk_size, theta.shape[0]
     shard_i, shard_n = config.shard
-    total = theta.shape[0]
-    n_chunks = -(-total // chunk_size)
-    chunk_ids = list(range(n_chunks * shard_i // shard_n, n_chunks * (shard_i + 1) // shard_n))
-    lo = chunk_ids[0] * chunk_size if chunk_ids else 0
-    hi = min(total, (chunk_ids[-1] + 1) * chunk_size) if chunk_ids else 0
-    theta_shard = theta[lo:hi]
-    bar = log.progress(total=len(chunk_ids), desc="simulating")
+    lo, hi = shard_rows(total, chunk_size, config.shard)
+    record = run_record(spec, theta, config, prior)
     meta = {"npe.simulator": spec.describe(), "npe.fidelity": spec.fidelity if spec.kind == "task" else "",
-            "npe.n_requested": total, "npe.shard": f"{shard_i}/{shard_n}", "npe.chunk_size": chunk_size}
+            "npe.n_requested": total, "npe.shard": f"{shard_i}/{shard_n}", "npe.chunk_size": chunk_size,
+            "npe.run": record, "npe.rows": [lo, hi]}
     if prior is not None:
         meta.update({"npe.prior": prior.to_spec(), "npe.parameter_names": prior.names})
+    kept, done, n_bad_before = _resumed(resume, record, meta, theta, lo, hi) if resume is not None else ({}, [], 0)
+    pieces = []
+    for c in range(lo // chunk_size, -(-hi // chunk_size)) if hi > lo else ():
+        a, b = max(lo, c * chunk_size), min(hi, (c + 1) * chunk_size)
+        for ga, gb in _missing(a, b, done):
+            whole = spec.kind == "task" or (ga, gb) == (c * chunk_size, min(total, (c + 1) * chunk_size))
+            start, stop = (c * chunk_size, min(total, (c + 1) * chunk_size)) if whole else (ga, gb)
+            pieces.append((c, start, stop, (ga, gb)))
+    if spec.kind != "task" and any(p[3] != (p[0] * chunk_size, min(total, (p[0] + 1) * chunk_size)) for p in pieces):
+        log.warn(f"shard {shard_i}/{shard_n} (rows {lo}..{hi - 1}) cuts a chunk of {chunk_size} rows: a random "
+                 f"simulator gives other numbers than the unsharded run; --chunk-size {-(-total // shard_n)} "
+                 "(or less) keeps them equal")
+    from .simulation import Piece
 
-    def assemble(finished):
+    pieces = [Piece(c, start, stop, keep, start - c * chunk_size) for c, start, stop, keep in pieces]
+    if resume is not None:
+        log.info(f"resuming: {sum(b - a for a, b in done)} of {hi - lo} simulations done, "
+                 f"{sum(p.keep[1] - p.keep[0] for p in pieces)} to go")
+    bar = log.progress(total=len(pieces), desc="simulating")
+    new = {}
+
+    def on_done(piece, x):
+        new[piece.keep] = x
+        bar.update(1)
+
+    def assemble():
         xs, ths, idx = [], [], []
-        for c in sorted(finished):
-            start = c * chunk_size
-            rows = finished[c].shape[0]
-            xs.append(finished[c])
-            ths.append(theta[start:start + rows])
-            idx.append(torch.arange(start, start + rows, dtype=torch.int64))
-        if not xs:
-            return None
-        x, th, ix = torch.cat(xs), torch.cat(ths), torch.cat(idx)
-        ok = torch.isfinite(x).all(1)
-        return {"theta": th[ok].contiguous(), "x": x[ok].contiguous(), "index": ix[ok]}, int((~ok).sum())
+        for (a, b), x in new.items():
+            xs.append(x)
+            ths.append(theta[a:b])
+            idx.append(torch.arange(a, b, dtype=torch.int64))
+        n_bad = n_bad_before
+        if xs:
+            x, th, ix = torch.cat(xs), torch.cat(ths), torch.cat(idx)
+            ok = torch.isfinite(x).all(1)
+            n_bad += int((~ok).sum())
+            x, th, ix = x[ok], th[ok], ix[ok]
+            if kept:
+                if kept["x"].shape[0] and x.shape[0] and kept["x"].shape[1] != x.shape[1]:
+                    raise CortexError(f"the simulator returns x of dimension {x.shape[1]} but the resumed "
+                                      f"partial file holds {kept['x'].shape[1]}")
+                x, th, ix = torch.cat([kept["x"], x]), torch.cat([kept["theta"], th]), torch.cat([kept["index"], ix])
+        elif kept:
+            x, th, ix = kept["x"], kept["theta"], kept["index"]
+        else:
+            x, th, ix = torch.zeros(0, 0), theta[:0], torch.zeros(0, dtype=torch.int64)
+        order = torch.argsort(ix)
+        return {"theta": th[order].float().contiguous(), "x": x[order].float().contiguous(),
+                "index": ix[order].contiguous()}, n_bad
 
     try:
-        finished = run_chunks(spec, theta_shard, chunk_ids, chunk_size, seed=config.seed, workers=config.workers,
-                              timeout=config.timeout, encode=npe_io.encode_theta, decode=npe_io.decode_x,
-                              on_done=lambda c, x: bar.update(1))
-    except _SimError as err:
+        run_pieces(spec, theta, pieces, seed=config.seed, workers=config.workers, timeout=config.timeout,
+                   encode=npe_io.encode_theta, decode=npe_io.decode_x, on_done=on_done, scheduler=config.scheduler)
+    except SimulationError as err:
         bar.close()
-        kept = assemble(err.finished)
-        if kept is None:
+        finished = _coalesce(done + [list(k) for k in new])
+        if not finished:
             raise PartialFailure(str(err), None, None) from None
-        tensors, n_bad = kept
-        raise PartialFailure(str(err), tensors, {**meta, "npe.n_invalid": n_bad, "npe.partial": True},
-                             f"the {tensors['theta'].shape[0]} finished simulations") from None
+        tensors, n_bad = assemble()
+        n_rows = sum(b - a for a, b in finished)
+        raise PartialFailure(str(err), tensors, {**meta, "npe.n_invalid": n_bad, "npe.partial": True,
+                                                 "npe.done": finished},
+                             f"the {n_rows} finished simulations (rows {_ranges_text(finished)})") from None
     bar.close()
-    tensors, n_bad = assemble(finished)
-    if tensors["theta"].shape[0] == 0:
-        raise CortexError(f"all {theta_shard.shape[0]} simulations returned NaN/inf; nothing to write")
+    tensors, n_bad = assemble()
+    if hi > lo and tensors["theta"].shape[0] == 0:
+        raise CortexError(f"all {hi - lo} simulations returned NaN/inf; nothing to write")
     if n_bad:
-        log.warn(f"dropped {n_bad} of {theta_shard.shape[0]} simulations with NaN/inf output")
-    log.info(f"{tensors['theta'].shape[0]} simulations ({spec.describe()}), {n_bad} invalid dropped")
+        log.warn(f"dropped {n_bad} of {hi - lo} simulations with NaN/inf output")
+    if hi == lo:
+        log.info(f"shard {shard_i}/{shard_n} of {total} simulations has no rows: an empty shard file")
+    else:
+        log.info(f"{tensors['theta'].shape[0]} simulations ({spec.describe()}), {n_bad} invalid dropped")
     return Simulations(tensors, {**meta, "npe.n_invalid": n_bad})
+
+
+def _resumed(resume, record, meta, theta, lo, hi):
+    """The finished rows of a partial file of this very run: (tensors, done ranges, invalid count)."""
+    src = resume.source
+    if not resume.metadata.get("npe.partial") == "true" or "npe.done" not in resume.metadata:
+        raise CortexError(f"--resume {src}: not the partial file of a failed simulate run (no npe.done)")
+    theirs = resume.meta_json("npe.run") or {}
+    for key, ours in record.items():
+        if theirs.get(key) != ours:
+            what = {"theta": "parameters", "prior": "prior"}.get(key, key)
+            raise CortexError(f"--resume {src}: it is from another run ({what} {theirs.get(key)!r}, "
+                              f"this run {ours!r}); resume with the options that made it")
+    if resume.metadata.get("npe.shard") != meta["npe.shard"]:
+        raise CortexError(f"--resume {src}: it is shard {resume.metadata.get('npe.shard')}, this run is "
+                          f"shard {meta['npe.shard']}")
+    done = _coalesce(resume.meta_json("npe.done"))
+    if any(a < lo or b > hi for a, b in done):
+        raise CortexError(f"--resume {src}: its rows {_ranges_text(done)} lie outside this shard's {lo}..{hi - 1}")
+    kept = {"theta": resume.tensor("theta").float(), "x": resume.tensor("x").float(), "index": resume.tensor("index")}
+    if not torch.equal(kept["theta"], theta[kept["index"]].float()):
+        raise CortexError(f"--resume {src}: its parameters differ from this run's (damaged?)")
+    return kept, done, int(resume.meta_json("npe.n_invalid", 0) or 0)
 
 
 # ---------------------------------------------------------------------------------------------
 # merge
 
-def merge(parts: list, log=SILENT) -> Simulations:
-    """Join simulation artifacts (shards of one run, or any simulation files) in run order."""
+def merge(parts: list, log=SILENT, allow_partial: bool = False) -> Simulations:
+    """Join the shards of one run (files that carry npe.run) in run order; the result of a complete
+    set is what the unsharded run writes. Refuses a set that is incomplete, repeats a shard or mixes
+    runs, naming what is wrong, unless ``allow_partial`` (then it says what it joins). Files without
+    npe.run (other simulation files) are concatenated as before."""
+    runs = [art.meta_json("npe.run") for art in parts]
+    if all(r is None for r in runs):
+        return _merge_plain(parts, log)
+    if any(r is None for r in runs):
+        bad = next(art.source for art, r in zip(parts, runs) if r is None)
+        raise CortexError(f"{bad}: not a shard of a simulate run (no npe.run), unlike {parts[runs.index(next(r for r in runs if r))].source}; "
+                          "merge shards of one run, or plain simulation files, not both")
+    first, ref = parts[0], runs[0]
+    for art, r in zip(parts[1:], runs[1:]):
+        for key in ref:
+            if r.get(key) != ref.get(key):
+                what = {"theta": "parameters (theta digest)", "prior": "prior (digest)"}.get(key, key)
+                raise CortexError(f"{art.source} and {first.source} are from different runs: {what} "
+                                  f"{r.get(key)!r} vs {ref.get(key)!r}")
+    n_total = int(ref["n"])
+    shards = [str(art.metadata.get("npe.shard", "0/1")) for art in parts]
+    counts = {s_.split("/")[1] for s_ in shards}
+    if len(counts) > 1:
+        raise CortexError(f"the files are shards of different splits ({', '.join(sorted(set(shards)))}); "
+                          "merge the shards of one --shard i/N split")
+    n_shards = int(counts.pop())
+    seen: dict[str, str] = {}
+    for art, sh in zip(parts, shards):
+        if sh in seen:
+            raise CortexError(f"shard {sh} given twice ({seen[sh]}, {art.source}); merge each shard once")
+        seen[sh] = art.source
+    covered, problems = [], []
+    for art, sh in zip(parts, shards):
+        lo, hi = art.meta_json("npe.rows")
+        if art.metadata.get("npe.partial") == "true":
+            done = _coalesce(art.meta_json("npe.done") or [])
+            gaps = _missing(lo, hi, done)
+            problems.append(f"{art.source} is the partial file of shard {sh} (rows {_ranges_text(gaps)} missing; "
+                            "finish it with simulate --resume)")
+            covered += done
+        else:
+            covered.append([lo, hi])
+    missing_shards = [i for i in range(n_shards) if f"{i}/{n_shards}" not in seen]
+    if missing_shards:
+        rows = [shard_rows(n_total, int(ref["chunk_size"]), (i, n_shards)) for i in missing_shards]
+        problems.insert(0, f"shard{'s' if len(missing_shards) > 1 else ''} "
+                           f"{', '.join(str(i) for i in missing_shards)} of {n_shards} missing "
+                           f"(rows {_ranges_text(r for r in rows if r[1] > r[0]) or 'none'})")
+    covered = _coalesce(covered)
+    n_rows = sum(b - a for a, b in covered)
+    if problems and not allow_partial:
+        raise CortexError("incomplete set: " + "; ".join(problems) + ". Give every shard, or --allow-partial "
+                          "to join what is here")
+    loaded = sorted(parts, key=lambda art: art.meta_json("npe.rows")[0])
+    x_dims = {art.tensor("x").shape[1] for art in loaded if art.tensor("x").shape[0]}
+    if len(x_dims) > 1:
+        raise CortexError(f"the shards' x have different dimensions {sorted(x_dims)}")
+    x_dim = x_dims.pop() if x_dims else 0
+    theta = torch.cat([art.tensor("theta").float() for art in loaded])
+    x = torch.cat([art.tensor("x").float().reshape(-1, x_dim) for art in loaded])
+    index = torch.cat([art.tensor("index") for art in loaded])
+    order = torch.argsort(index)
+    tensors = {"theta": theta[order].contiguous(), "x": x[order].contiguous(), "index": index[order].contiguous()}
+    meta = {k: first.metadata[k] for k in ("npe.prior", "npe.parameter_names", "npe.simulator", "npe.fidelity",
+                                           "npe.chunk_size", "npe.run") if k in first.metadata}
+    meta["npe.n_requested"] = n_total
+    meta["npe.n_invalid"] = sum(int(art.meta_json("npe.n_invalid", 0) or 0) for art in parts)
+    if problems:
+        meta.update({"npe.shard": f"merged/{n_shards}", "npe.rows": [0, n_total], "npe.partial": True,
+                     "npe.done": covered})
+        log.warn("joining an incomplete set (--allow-partial): " + "; ".join(problems))
+        log.info(f"merged {len(parts)} of {n_shards} shards: rows {_ranges_text(covered) or 'none'} "
+                 f"({n_rows} of {n_total}), {theta.shape[0]} simulations; the result is a partial file")
+    else:
+        meta.update({"npe.shard": "0/1", "npe.rows": [0, n_total]})
+        log.info(f"merged {n_shards} shards: all {n_total} rows, {theta.shape[0]} simulations")
+    return Simulations(tensors, meta)  # values copied from an artifact are its JSON text
+
+
+def _merge_plain(parts: list, log=SILENT) -> Simulations:
+    """Join simulation files that are not shards of one run (no npe.run) in index order."""
     loaded = []
     for art in parts:
         loaded.append((art, art.tensor("theta"), art.tensor("x"), art.tensors.get("index")))
@@ -415,7 +610,8 @@ def train(config: MethodConfig, inputs: TrainInputs, log=SILENT) -> TrainResult:
             "x_o": inputs.x_o.clone(),
             "rounds.theta": torch.cat([r.theta for r in records]),
             "rounds.x": torch.cat([r.x for r in records]),
-            "rounds.round": torch.cat([torch.full((r.theta.shape[0],), i, dtype=torch.int64) for i, r in enumerate(records)]),
+            "rounds.round": torch.cat([torch.full((r.theta.shape[0],), i + 1, dtype=torch.int64)  # 1 = first, as logged
+                                       for i, r in enumerate(records)]),
             "rounds.acquired": torch.cat([r.acquired for r in records]),
             "rounds.tau": torch.tensor([r.tau for r in records], dtype=torch.float64),
         }
@@ -467,7 +663,8 @@ def _train_sequential(config: MethodConfig, inputs: TrainInputs, pretrained, on_
         theta = torch.cat([t for t, _ in finished])
         x = torch.cat([v for _, v in finished])
         ok = torch.isfinite(x).all(1)
-        rnd = torch.cat([torch.full((t.shape[0],), i, dtype=torch.int64) for i, (t, _) in enumerate(finished)])
+        rnd = torch.cat([torch.full((t.shape[0],), i + 1, dtype=torch.int64)  # 1 = first, as in the messages
+                         for i, (t, _) in enumerate(finished)])
         tensors = {"theta": theta[ok].contiguous(), "x": x[ok].contiguous(),
                    "index": torch.arange(theta.shape[0], dtype=torch.int64)[ok], "round": rnd[ok]}
         meta = {"npe.simulator": spec.describe(), "npe.fidelity": "hf", "npe.prior": prior.to_spec(),

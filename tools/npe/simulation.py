@@ -130,54 +130,92 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def _pool_worker(args):
-    spec, theta, seed, first = args
+    spec, theta, seed, first, timeout, encode, decode = args
     torch.set_num_threads(1)
-    return simulate_chunk(spec, theta, seed, first)
+    return simulate_chunk(spec, theta, seed, first, timeout, encode, decode)
+
+
+def _remote_chunk(spec, theta, seed, first, timeout, encode, decode):
+    """One chunk as a Dask task (a module-level function, so workers import it by name)."""
+    torch.set_num_threads(1)
+    return simulate_chunk(spec, theta, seed, first, timeout, encode, decode)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Rows ``start..stop-1`` simulated in one simulator call seeded from chunk ``chunk``; rows
+    ``keep`` (a sub-range) are the ones the caller keeps. A shard boundary that cuts a built-in
+    task's chunk simulates the whole chunk and keeps its own rows, so the numbers never depend
+    on where the shards fall."""
+
+    chunk: int
+    start: int
+    stop: int
+    keep: tuple[int, int]
+    part: int = 0  # rows into its chunk where a cut piece starts: 0 keeps the chunk's seed
+
+    def seed(self, seed: int) -> int:
+        """The chunk's seed; a piece cut out of a chunk after its first row gets its own, so two
+        shards never share a random stream."""
+        if not self.part:
+            return chunk_seed(seed, self.chunk)
+        return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(self.chunk), int(self.part)]).generate_state(1)[0])
 
 
 def run_chunks(spec: SimulatorSpec, theta: torch.Tensor, chunk_ids: list[int], chunk_size: int, *, seed: int,
                workers: int = 1, timeout: float | None = None, encode=None, decode=None,
                on_done=None, first_index: int | None = None) -> dict[int, torch.Tensor]:
     """Simulate the given global chunks. ``theta`` holds exactly those chunks' rows, in order.
-    Returns {chunk id: x}. On the first failure raises SimulationError carrying the finished chunks.
-    Rows are numbered from chunk id * chunk_size, or consecutively from ``first_index`` when given
-    (the chunk ids still pick the random streams)."""
-    offsets, pos = {}, 0
+    Returns {chunk id: x}. Rows are numbered from chunk id * chunk_size, or consecutively from
+    ``first_index`` when given (the chunk ids still pick the random streams)."""
+    pieces, pos = [], 0
     for c in chunk_ids:
-        start = c * chunk_size if first_index is None else first_index + pos
         rows = min(chunk_size, theta.shape[0] - pos)
-        offsets[c] = (pos, rows, start)
+        start = c * chunk_size if first_index is None else first_index + pos
+        pieces.append(Piece(c, start, start + rows, (start, start + rows)))
         pos += rows
+    base = pieces[0].start if pieces else 0
+    return run_pieces(spec, theta, pieces, seed=seed, offset=base, workers=workers, timeout=timeout,
+                      encode=encode, decode=decode, on_done=on_done)
+
+
+def run_pieces(spec: SimulatorSpec, theta: torch.Tensor, pieces: list[Piece], *, seed: int, offset: int = 0,
+               workers: int = 1, timeout: float | None = None, encode=None, decode=None, on_done=None,
+               scheduler: str | None = None) -> dict[int, torch.Tensor]:
+    """Simulate ``pieces`` (theta row r is run row ``offset + r``) -> {chunk: x of its kept rows}.
+
+    At most ``workers`` pieces run at once (threads for external programs, spawned processes for
+    Python simulators, or the tasks of a Dask cluster at ``scheduler``). After the first failure
+    no new piece is dispatched; the pieces already running are waited for and kept if they
+    succeed. Raises SimulationError carrying every finished piece (in whatever order it finished)."""
     finished: dict[int, torch.Tensor] = {}
-    x_dim = None
+    x_dim = [None]
 
-    def accept(c, x):
-        nonlocal x_dim
-        if x_dim is None:
-            x_dim = x.shape[1]
-        elif x.shape[1] != x_dim:
-            p, rows, start = offsets[c]
-            raise ValueError(f"simulations {start}..{start + rows - 1}: simulator returned x of dimension "
-                             f"{x.shape[1]}, earlier chunks had {x_dim}")
-        finished[c] = x
+    def accept(piece, x):
+        if x_dim[0] is None:
+            x_dim[0] = x.shape[1]
+        elif x.shape[1] != x_dim[0]:
+            raise ValueError(f"simulations {piece.start}..{piece.stop - 1}: simulator returned x of dimension "
+                             f"{x.shape[1]}, earlier chunks had {x_dim[0]}")
+        a, b = piece.keep
+        finished[piece.chunk] = x[a - piece.start:b - piece.start]
         if on_done is not None:
-            on_done(c, x)
+            on_done(piece, finished[piece.chunk])
 
-    def job(c):
-        p, rows, start = offsets[c]
-        return simulate_chunk(spec, theta[p:p + rows], chunk_seed(seed, c), start, timeout, encode, decode)
+    def args(piece):
+        rows = theta[piece.start - offset:piece.stop - offset]
+        return spec, rows, piece.seed(seed), piece.start, timeout, encode, decode
 
+    if scheduler:
+        backend = _DaskBackend(scheduler, args)
+    elif spec.kind == "command" and workers > 1:
+        backend = _ThreadBackend(workers, args)
+    elif spec.kind != "command" and (workers > 1 or timeout):
+        backend = _ProcessBackend(workers, args, timeout)
+    else:
+        backend = _SerialBackend(args)
     try:
-        if spec.kind == "command" and workers > 1:
-            with ThreadPoolExecutor(workers) as ex:
-                futures = {c: ex.submit(job, c) for c in chunk_ids}
-                for c in chunk_ids:
-                    accept(c, futures[c].result())
-        elif spec.kind != "command" and (workers > 1 or timeout):
-            _run_in_processes(spec, theta, chunk_ids, offsets, seed, workers, timeout, accept)
-        else:
-            for c in chunk_ids:
-                accept(c, job(c))
+        _dispatch(pieces, backend, accept)
     except SimulationError:
         raise
     except Exception as err:  # noqa: BLE001 - keep what finished, report the first failure
@@ -186,33 +224,174 @@ def run_chunks(spec: SimulatorSpec, theta: torch.Tensor, chunk_ids: list[int], c
     return finished
 
 
-def _run_in_processes(spec, theta, chunk_ids, offsets, seed, workers, timeout, accept):
-    import multiprocessing as mp
-
-    ctx = mp.get_context("spawn")
-    pool = ctx.Pool(max(1, workers))
+def _dispatch(pieces, backend, accept) -> None:
+    """Keep ``backend.limit`` pieces in flight; stop dispatching at the first failure, wait for
+    the ones running, accept every success, then raise the first failure."""
+    queue, running, error = list(pieces), {}, None
     try:
-        pending = []
-        for c in chunk_ids:
-            p, rows, start = offsets[c]
-            pending.append((c, pool.apply_async(_pool_worker, ((spec, theta[p:p + rows], chunk_seed(seed, c), start),))))
-        for c, res in pending:
-            p, rows, start = offsets[c]
-            deadline = None if not timeout else timeout
-            try:
-                x = res.get(deadline)
-            except mp.TimeoutError:
-                # chunks ahead of this one may still finish; collect those already done
-                for c2, r2 in pending:
-                    if c2 != c and r2.ready() and r2.successful():
-                        try:
-                            accept(c2, r2.get(0))
-                        except Exception:  # noqa: BLE001
-                            pass
-                raise RuntimeError(f"simulations {start}..{start + rows - 1}: simulator timed out after "
-                                   f"{timeout:g} s (--timeout)") from None
-            accept(c, x)
-        pool.close()
+        while running or (queue and error is None):
+            while queue and error is None and len(running) < backend.limit:
+                piece = queue.pop(0)
+                running[backend.submit(piece)] = piece
+            for handle, outcome in backend.wait_first(running):
+                piece = running.pop(handle)
+                try:
+                    accept(piece, backend.result(handle, piece) if outcome is None else _raise(outcome))
+                except Exception as err:  # noqa: BLE001
+                    error = error or err
+                    if backend.abandon_on_error:
+                        for other in list(running):
+                            backend.cancel(other)
+                            running.pop(other)
     finally:
-        pool.terminate()
-        pool.join()
+        backend.close()
+    if error is not None:
+        raise error
+
+
+def _raise(err):
+    raise err
+
+
+class _SerialBackend:
+    limit, abandon_on_error = 1, False
+
+    def __init__(self, args):
+        self.args, self.done = args, {}
+
+    def submit(self, piece):
+        try:
+            self.done[piece.chunk] = (simulate_chunk(*self.args(piece)), None)
+        except Exception as err:  # noqa: BLE001
+            self.done[piece.chunk] = (None, err)
+        return piece.chunk
+
+    def wait_first(self, running):
+        return [(h, self.done[h][1]) for h in list(running)]
+
+    def result(self, handle, piece):
+        return self.done.pop(handle)[0]
+
+    def cancel(self, handle): ...
+
+    def close(self): ...
+
+
+class _FutureBackend:
+    """concurrent.futures futures with a per-piece deadline measured from dispatch (``timeout``)."""
+
+    abandon_on_error = False
+
+    def __init__(self, limit, args, timeout=None):
+        self.limit, self.args, self.timeout, self.deadline = max(1, limit), args, timeout, {}
+
+    def _track(self, future):
+        if self.timeout:
+            self.deadline[future] = time.monotonic() + self.timeout
+        return future
+
+    def wait_first(self, running):
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        wait_for = None
+        if self.deadline:
+            wait_for = max(0.0, min(self.deadline[f] for f in running) - time.monotonic())
+        done, _ = wait(list(running), timeout=wait_for, return_when=FIRST_COMPLETED)
+        if done:
+            return [(f, None) for f in done]
+        late = [f for f in running if self.deadline.get(f, float("inf")) <= time.monotonic()]
+        out = []
+        for f in late:
+            piece = running[f]
+            out.append((f, RuntimeError(f"simulations {piece.start}..{piece.stop - 1}: simulator timed out after "
+                                        f"{self.timeout:g} s (--timeout)")))
+        return out
+
+    def result(self, handle, piece):
+        self.deadline.pop(handle, None)
+        return handle.result()
+
+    def cancel(self, handle):
+        handle.cancel()
+
+
+class _ThreadBackend(_FutureBackend):
+    def __init__(self, workers, args):
+        super().__init__(workers, args)
+        self.pool = ThreadPoolExecutor(workers)
+
+    def submit(self, piece):
+        return self.pool.submit(simulate_chunk, *self.args(piece))
+
+    def close(self):
+        self.pool.shutdown(wait=True)
+
+
+class _ProcessBackend(_FutureBackend):
+    """A spawn pool; a piece past its deadline is given up and the pool terminated at the end."""
+
+    def __init__(self, workers, args, timeout):
+        import multiprocessing as mp
+
+        super().__init__(workers, args, timeout)
+        self.pool = mp.get_context("spawn").Pool(max(1, workers))
+
+    def submit(self, piece):
+        from concurrent.futures import Future
+
+        future = Future()
+        self.pool.apply_async(_pool_worker, (self.args(piece),), callback=future.set_result,
+                              error_callback=future.set_exception)
+        return self._track(future)
+
+    def close(self):
+        self.pool.terminate()
+        self.pool.join()
+
+
+class _DaskBackend:
+    """Pieces as tasks of a Dask distributed cluster: at most one per worker thread in flight, the
+    same seeds as a local run. A worker that dies is the scheduler's to handle (it reruns the task
+    elsewhere, up to distributed.scheduler.allowed-failures times, then reports KilledWorker)."""
+
+    abandon_on_error = False
+
+    def __init__(self, address, args):
+        try:
+            from distributed import Client
+        except ImportError:
+            raise RuntimeError("--scheduler needs Dask distributed: pip install 'cortexkit[dist]'") from None
+        import uuid
+
+        try:  # an address, or the scheduler file of `dask scheduler --scheduler-file FILE`
+            self.client = Client(scheduler_file=address, timeout=30) if address.endswith(".json") \
+                else Client(address, timeout=30)
+        except (OSError, ValueError) as err:
+            raise RuntimeError(f"--scheduler {address}: cannot reach the Dask scheduler ({err})") from None
+        self.args, self.run = args, uuid.uuid4().hex[:8]
+        self.limit = max(1, sum(self.client.nthreads().values()))
+
+    def submit(self, piece):
+        return self.client.submit(_remote_chunk, *self.args(piece), key=f"simulate-npe-{self.run}-{piece.chunk}",
+                                  pure=False, retries=0)
+
+    def wait_first(self, running):
+        from distributed import wait
+
+        done, _ = wait(list(running), return_when="FIRST_COMPLETED")
+        return [(f, None) for f in done]
+
+    def result(self, handle, piece):
+        try:
+            return handle.result()
+        except (ValueError, RuntimeError):
+            raise
+        except Exception as err:  # noqa: BLE001 - KilledWorker, a lost connection
+            raise RuntimeError(f"simulations {piece.start}..{piece.stop - 1}: the Dask task failed "
+                               f"({type(err).__name__}: {err})") from None
+
+    def cancel(self, handle):
+        handle.cancel()
+
+    def close(self):
+        self.client.close()

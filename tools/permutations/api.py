@@ -30,7 +30,7 @@ from cortexkit.tools.permutations import representations as R
 
 REPRESENTATIONS = ("inline", "lehmer", "fisher-yates", "insertion")
 MODELS = M.MODELS
-STRATEGIES = ("sample", "greedy", "beam")
+STRATEGIES = ("sample", "greedy", "beam", "mbr")
 TrainConfig = N.TrainConfig
 
 
@@ -235,9 +235,10 @@ def parse_given(text: str | None) -> list[int] | None:
 
 @dataclass
 class SampleConfig:
-    """``sample``: random draws (``strategy="sample"``) or beam/greedy search for the best.
-
-    ``num`` None takes the defaults (1000 draws; 1 kept). Building one checks the combination.
+    """``sample``: random draws (``strategy="sample"``), beam/greedy search for the most likely,
+    or ``mbr``: the ranking of least expected ``metric`` risk over ``mbr_samples`` draws per row
+    (:mod:`mbr`). ``num`` None takes the defaults (1000 draws; 1 kept). Building one checks the
+    combination.
     """
 
     num: int | None = None
@@ -247,8 +248,20 @@ class SampleConfig:
     beam_width: int | None = None
     given: list[int] | None = None
     batch_size: int = 65536
+    metric: str | None = None  # mbr: ndcg[@K] | footrule | spearman | kendall
+    mbr_samples: int | None = None  # mbr: draws per row (default 256)
 
     def __post_init__(self) -> None:
+        from cortexkit.tools.permutations import mbr
+
+        if self.strategy != "mbr" and (self.metric is not None or self.mbr_samples is not None):
+            raise CortexError(f"--metric and --mbr-samples apply to --strategy mbr, not --strategy {self.strategy}")
+        if self.strategy == "mbr":
+            mbr.parse_metric(self.metric)  # the error before any work
+            self.mbr_samples = self.mbr_samples or 256
+            if self.num not in (None, 1):
+                raise CortexError(f"-n {self.num}: mbr decoding returns one ranking per row; "
+                                  "--mbr-samples sets the draws it decides from")
         if self.beam_width is not None and self.strategy != "beam":
             raise CortexError(f"--beam-width applies to --strategy beam, not --strategy {self.strategy}")
         if self.strategy == "greedy":
@@ -283,11 +296,12 @@ class Sampled:
     message: str | None = None
     seconds: float = 0.0  # wall time of the sampling or search, decoding included
     rows: int = 0  # searches: rows searched (one beam search each)
+    what: str = "rows searched"  # how throughput() names the rows
 
     def throughput(self) -> str:
         """One line: permutations (or searched rows) per second and time per digit."""
         count, n = self.orderings.shape
-        what = "permutations" if not self.rows else "rows searched"
+        what = "permutations" if not self.rows else self.what
         done = count if not self.rows else self.rows
         rate = done / self.seconds if self.seconds > 0 else float("inf")
         per_digit = self.seconds / max(1, done * n) * 1e6
@@ -323,6 +337,8 @@ def sample(model: M.PermutationModel, config: SampleConfig, *, items: torch.Tens
     """
     given = None if config.given is None else torch.tensor(config.given, dtype=torch.int64)
     check_sample(model, config, items is not None)
+    if config.strategy == "mbr":
+        return sample_mbr(model, config, items=items, context=context, seed=seed, evidence=evidence)
     if evidence is not None:
         return sample_evidence(model, config, evidence, items=items, context=context, seed=seed)
     num = config.total
@@ -355,6 +371,32 @@ def sample(model: M.PermutationModel, config: SampleConfig, *, items: torch.Tens
     return Sampled(x, extra, message, seconds, rows=len(x) // num)
 
 
+def sample_mbr(model: M.PermutationModel, config: SampleConfig, *, items: torch.Tensor | None = None,
+               context: torch.Tensor | None = None, seed: int | None = 0,
+               evidence: torch.Tensor | None = None) -> Sampled:
+    """``--strategy mbr``: ``config.mbr_samples`` draws per row (exactly the draws of
+    ``--strategy sample -n S`` with the same seed), then per row the ordering maximising the
+    samples' mean metric (:func:`mbr.decode`); ``expected_metric`` ``(rows,)`` is that mean."""
+    from cortexkit.tools.permutations import mbr
+
+    metric = mbr.parse_metric(config.metric)
+    draws = replace(config, strategy="sample", num=config.mbr_samples, metric=None, mbr_samples=None)
+    began = time.perf_counter()
+    out = sample(model, draws, items=items, context=context, seed=seed, evidence=evidence)
+    count = config.mbr_samples
+    samples = out.orderings.numpy().reshape(-1, count, model.n)
+    decision = mbr.decode(samples, metric)
+    seconds = time.perf_counter() - began
+    extra = {"expected_metric": torch.from_numpy(decision.expected.astype("float64"))}
+    if items is not None:
+        extra["items"] = torch.as_tensor(items)
+    direction = "expected" if metric.higher_is_better else "expected distance"
+    message = (mbr.describe(metric, model.n, count, decision.exact)
+               + f": mean {direction} {float(decision.expected.mean()):.4f}")
+    x = torch.from_numpy(decision.orderings)
+    return Sampled(x, extra, message, seconds, rows=len(x), what="rows decided")
+
+
 def sample_evidence(model: M.PermutationModel, config: SampleConfig, evidence: torch.Tensor, *,
                     items: torch.Tensor | None = None, context: torch.Tensor | None = None,
                     seed: int | None = 0, source: str = "--given-file") -> Sampled:
@@ -369,9 +411,13 @@ def sample_evidence(model: M.PermutationModel, config: SampleConfig, evidence: t
     for what, t in (("--items", items), ("--context", context)):
         if t is not None and len(t) != rows:
             raise CortexError(f"{source}: {rows} evidence rows, {what} has {len(t)}; give one per row")
-    ev = E.prepare(model, evidence, conditional_on_items=items is not None, source=source)
+    aligned = (context is not None and model.net is not None and model.net.config.context_aligned
+               and context.shape[1] == model.n)  # one feature token per item: relabelled like ids
+    ev = E.prepare(model, evidence, conditional_on_items=items is not None or aligned, source=source)
     cond = None
     if model.net is not None:
+        if aligned and ev.labels is not None:
+            context = torch.as_tensor(context).gather(1, ev.labels[:, :, None].expand(-1, -1, context.shape[2]))
         cond = model.conditioning(None if items is None else E.relabel_items(torch.as_tensor(items), ev.labels),
                                   context)
     g = generator(seed)

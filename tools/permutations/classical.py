@@ -300,22 +300,38 @@ def plackett_luce_beam(log_weights: torch.Tensor, beam_width: int = 1, keep: int
     return chosen[:keep], score[:keep]
 
 
+def plackett_luce_nll(s: np.ndarray, x: np.ndarray) -> tuple[float, np.ndarray]:
+    """Mean negative log-likelihood of orderings ``x`` ``(m, n)`` under log-weights ``s`` ``(n,)``
+    and its gradient (closed form: stage t's log-normaliser L_t = logsumexp of the remaining
+    items, so d sum_t L_t / d s_{x_u} = exp(s_{x_u}) sum_{t <= u} exp(-L_t))."""
+    m, n = x.shape
+    sx = s[x]
+    tail = np.logaddexp.accumulate(sx[:, ::-1], axis=1)[:, ::-1]  # L_t
+    nll = float((tail - sx).sum() / m)
+    stage = np.exp(sx - tail[:, :1])  # rescaled against L_0 for range
+    below = np.cumsum(np.exp(tail[:, :1] - tail), axis=1)  # exp(L_0) sum_{t<=u} exp(-L_t)
+    grad = np.bincount(x.ravel(), weights=(stage * below).ravel(), minlength=n) - m
+    return nll, grad / m
+
+
 def fit_plackett_luce(x: torch.Tensor, l2: float = 0.0, max_iter: int = 500) -> PlackettLuce:
-    """Maximum likelihood (L-BFGS on the convex negative log-likelihood; ``l2`` penalty)."""
-    x = x.to(torch.int64)
-    n = x.shape[1]
-    s = torch.zeros(n, dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([s], lr=1.0, max_iter=max_iter, tolerance_grad=1e-10,
-                            tolerance_change=1e-14, line_search_fn="strong_wolfe")
+    """Maximum likelihood (L-BFGS-B from scipy on the convex negative log-likelihood with its
+    closed-form gradient; ``l2`` penalty on the centred log-weights). scipy rather than
+    torch.optim.LBFGS: constructing a torch optimiser imports torch's compiler stack (12 s of a
+    27 s CLI fit on a loaded machine, against 0.6 s of fitting)."""
+    from scipy.optimize import minimize
 
-    def closure():
-        opt.zero_grad()
-        centred = s - s.mean()
-        loss = -PlackettLuce(centred).log_prob(x).mean() + l2 * (centred**2).sum() / len(x)
-        loss.backward()
-        return loss
+    xs = np.asarray(torch.as_tensor(x).to(torch.int64))
+    m, n = xs.shape
 
-    opt.step(closure)
-    with torch.no_grad():
-        w = (s - s.mean()).detach().clone()
-    return PlackettLuce(w)
+    def loss(s):
+        c = s - s.mean()
+        value, grad = plackett_luce_nll(c, xs)
+        value += l2 * float(c @ c) / m
+        grad = grad + 2 * l2 * c / m
+        return value, grad - grad.mean()
+
+    res = minimize(loss, np.zeros(n), jac=True, method="L-BFGS-B",
+                   options={"maxiter": max_iter, "gtol": 1e-10, "ftol": 1e-15})
+    w = res.x - res.x.mean()
+    return PlackettLuce(torch.from_numpy(w).to(torch.float64))

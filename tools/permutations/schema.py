@@ -71,7 +71,8 @@ PERMUTATIONS = Schema(
              Tensor("items", "int", ("m", "n"), optional=True),
              Tensor("ratings", "float", ("m", "n"), finite=True, optional=True),
              Tensor("users", "int", ("m",), optional=True),
-             Tensor("log_likelihood", "float", ("m",), no_nan=True, optional=True)),
+             Tensor("log_likelihood", "float", ("m",), no_nan=True, optional=True),
+             Tensor("expected_metric", "float", ("m",), finite=True, optional=True)),
     check=_check_orderings)
 
 CODES = Schema(
