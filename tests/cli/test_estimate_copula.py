@@ -53,6 +53,13 @@ def test_cdc_pipeline_with_samples_to_csv_through_convert(sh, tmp_path):
     for key in ("ll_raw", "log_z", "ess_fraction", "ll", "w2", "tau_frobenius", "ks_max", "sample_seconds_per_1k"):
         assert np.isfinite(rep[key]), key
     assert rep["ll"] == pytest.approx(rep["ll_raw"] - rep["log_z"])
+    # both log Z proposals by default; the issue's gives the headline figures
+    by = rep["log_z_by_proposal"]
+    assert set(by) == {"issue", "samples"} and rep["proposal"] == "issue"
+    assert by["issue"]["log_z"] == rep["log_z"]
+    assert by["samples"]["ll"] == pytest.approx(rep["ll_raw"] - by["samples"]["log_z"])
+    assert abs(by["samples"]["log_z"] - by["issue"]["log_z"]) < 5 * (by["samples"]["log_z_stderr"]
+                                                                     + by["issue"]["log_z_stderr"]) + 0.02
 
 
 def test_fit_is_reproducible_and_score_transform_agree(cli, tmp_path):
@@ -86,6 +93,11 @@ def test_reflection_samples_and_has_no_density(cli, tmp_path, one_line_error):
     proc = cli(TOOL, "sample", "r.st", "-n", "300", "-o", "s.st", cwd=tmp_path)
     u = _table(tmp_path / "s.st").matrix()
     assert proc.returncode == 0 and u.shape == (300, 2) and (u > 0).all() and (u < 1).all()
+    # bfloat16 network, same seed: the same starting noise, positions within bf16 rounding
+    proc = cli(TOOL, "sample", "r.st", "-n", "300", "--precision", "bf16", "-o", "b.st", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    diff = np.abs(_table(tmp_path / "b.st").matrix() - u)
+    assert 0 < diff.mean() < 0.01 and diff.max() < 0.1
     one_line_error(cli(TOOL, "score", "r.st", "d.st", "-o", "x.st", cwd=tmp_path), f"{TOOL} score", "no density")
     assert not (tmp_path / "x.st").exists()
 

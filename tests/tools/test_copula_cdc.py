@@ -102,3 +102,20 @@ def test_cdc_exactness_on_clayton_16k_4k_with_a_reduced_budget():
     assert lz.trusted
     assert abs(ll - true) < 0.05, (ll, true, lz)
     assert ll >= gauss + 0.1, (ll, gauss)
+
+
+def test_reflection_sampler_with_folded_time_input_matches_the_plain_euler_loop():
+    """The sampler folds t into the first layer's bias; it must equal the plain loop v(cat(u, t))."""
+    from cortexkit.tools.copula.reflection import Reflection, ReflectionConfig
+
+    torch.manual_seed(0)
+    refl = Reflection(3, ReflectionConfig(hidden=16, layers=2, sample_steps=7))
+    fast = refl.sample(50, torch.Generator().manual_seed(5))
+    grid = torch.linspace(1.5, 0, 8, dtype=torch.float64).tolist()
+    u = torch.rand((50, 3), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        for i in range(7):
+            u, _ = reflect(u + (grid[i + 1] - grid[i]) * refl.net(u, torch.full((50, 1), grid[i])))
+    np.testing.assert_allclose(fast, u.double().numpy(), atol=1e-5)
+    with pytest.raises(ValueError, match="precision"):
+        refl.sample(5, torch.Generator(), precision="fp16")

@@ -63,3 +63,28 @@ def test_python_errors_are_cortex_errors(tmp_path):
     rep = dpfair.account(dpfair.AccountConfig(sigma=4, laplace_b=0.5, batch_size=4096, n_records=29676,
                                               epsilon=1, delta=1e-4))
     assert rep["steps"] == 17 and rep["solved_for"] == "steps"
+
+
+def test_default_batch_steps_and_steps_sizes_come_from_n_budget_and_groups(tmp_path):
+    """Issue 23: no --batch-size / --lr / --lr-dual -> q is the largest rate at which --max-steps steps of
+    sigma 10 fit epsilon (not q = 1 as batch 4096 gave on a 600-row table), raised for small groups."""
+    from cortexkit.tools.dpfair import accounting
+
+    table = read_columns(str(_table(tmp_path / "t.csv")))                 # 600 rows, F/M about 300 each
+    p = dpfair.plan(table, dpfair.TrainConfig(label="y", constraint="none", epsilon=1.0, max_steps=40))
+    q, led = p.ledger.sampling_rate, p.ledger
+    assert 0 < q < 0.5 and led.steps == 40 and 0.98 <= led.epsilon_spent <= 1.0
+    assert accounting.epsilon_spent(10.0, None, q, 40, 1e-5) <= 1.0       # sigma 10 fits at q ...
+    assert accounting.epsilon_spent(10.0, None, 1.03 * q, 40, 1e-5) > 1.0  # ... and not at a 3 % larger q
+    assert 9.0 < led.sigma <= 10.0 and p.lr == pytest.approx(2.0 / 3.0)    # lr = 2 / clip
+    # under demographic parity the smallest group's batch count must be >= 7.07 Laplace stds (or q = 0.5)
+    c = dpfair.plan(table, dpfair.TrainConfig(label="y", sensitive=["sex"], gamma=0.1, laplace_b=0.1,
+                                              epsilon=1.0, max_steps=40))
+    smallest = min(table["sex"].count("F"), table["sex"].count("M"))
+    noise_std = np.sqrt(2 * 1 * 2) / 0.1                                    # 1 cell x 2 classes per rate
+    qc = c.ledger.sampling_rate
+    assert 0.5 * smallest < 7.07 * noise_std and qc == 0.5                 # raised to the margin's cap ...
+    assert c.ledger.steps < 40 and 0.98 <= c.ledger.epsilon_spent <= 1.0   # ... so fewer steps fit
+    assert c.lr_dual == pytest.approx(0.03 / 0.1 * np.sqrt(1000 / c.ledger.steps))
+    assert dpfair.plan(table, dpfair.TrainConfig(label="y", constraint="none", lr=0.1, batch_size=60,
+                                                 max_steps=40)).ledger.sampling_rate == pytest.approx(0.1)

@@ -181,6 +181,37 @@ def calibrate_sigma(laplace_b: float | None, sampling_rate: float, steps: int, e
     return hi
 
 
+def sampling_rate_for(sigma: float, laplace_b: float | None, steps: int, epsilon: float, delta: float,
+                      q_max: float = 1.0, tol: float = 0.02) -> float:
+    """Largest Poisson rate q <= q_max (to relative ``tol``, rounded down) at which ``steps`` steps of
+    noise multiplier ``sigma`` (and the histogram, if any) spend at most ``epsilon``.
+
+    The other side of the q/T/sigma trade-off: with T and sigma fixed, q (the expected batch q n)
+    is what the budget leaves. Raises ValueError when even q = 1e-6 spends more than ``epsilon``.
+    """
+    _check_args(sigma, laplace_b, min(q_max, 1.0), delta)
+
+    def fits(q: float) -> bool:
+        return epsilon_spent(sigma, laplace_b, q, steps, delta) <= epsilon
+
+    if fits(q_max):
+        return q_max
+    lo = q_max
+    while not fits(lo):
+        hi, lo = lo, lo / 4.0
+        if lo < 1e-6:
+            raise ValueError(f"no sampling rate >= 1e-6 keeps sigma {sigma:g} over {steps} steps within "
+                             f"epsilon {epsilon:g}")
+    hi = min(q_max, lo * 4.0)
+    while hi > lo * (1.0 + tol):          # geometric bisection: fits(lo), not fits(hi)
+        mid = math.sqrt(lo * hi)
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 @dataclass
 class PrivacyLedger:
     """What a run spent; stored in the model and written in reports."""

@@ -32,6 +32,13 @@ MODEL_VERSION = 1
 from .io import BUILTIN_CONSTRAINTS  # noqa: E402,F401
 MAX_CELLS = 256
 BUDGET_TOLERANCE = 0.02   # a run spends the budget asked for to within 2 %, or says why not
+# Defaults chosen from n and the budget (see man/src/dp-fairness-train.yaml, "Defaults"):
+SIGMA_TARGET = 10.0       # the noise multiplier the planner aims for at T = --max-steps
+Q_MAX = 0.5               # largest default Poisson rate (above it subsampling amplifies little)
+GROUP_MARGIN = 10 / math.sqrt(2.0)  # default q keeps each rate denominator's batch count >= 7.07 x its
+                          # Laplace std (the expected_cell_warnings threshold), at most Q_MAX
+STEP_LENGTH = 2.0         # default --lr = STEP_LENGTH / clip: the mean clipped gradient moves theta <= 2
+DUAL_STEP = 0.03          # default --lr-dual = DUAL_STEP / gamma * sqrt(1000 / T) (0.6 at gamma 0.05, T 1000)
 META_KEYS = ("dpfair.model", "dpfair.encoder", "dpfair.constraints", "dpfair.ledger")
 
 from .io import Columns, as_columns  # noqa: E402  column name -> (n,) cell strings
@@ -63,10 +70,10 @@ class TrainConfig:
     steps: int | None = None
     max_steps: int = 1000
     laplace_b: float = 0.03
-    batch_size: float = 4096
+    batch_size: float | None = None     # None: planned from n and the budget (default_sampling_rate)
     clip: float = 3.0
-    lr: float = 0.5
-    lr_dual: float = 0.3
+    lr: float | None = None             # None: STEP_LENGTH / clip
+    lr_dual: float | None = None        # None: DUAL_STEP / gamma
     dual_update: str = "heavy-ball"
     dual_momentum: float = 0.0
     dual_max: float = math.inf
@@ -92,6 +99,8 @@ class Plan:
     sensitive: list[str]
     n: int
     hidden: list[int]
+    lr: float = 0.0                     # the primal and dual steps used (the defaults resolved)
+    lr_dual: float = 0.0
 
 
 @dataclass
@@ -162,9 +171,37 @@ def _constraints(table: Columns, config: TrainConfig, classes: list[str], featur
     return rc
 
 
-def _ledger(config: TrainConfig, n: int, laplace_b: float | None, warn: Warn) -> accounting.PrivacyLedger:
-    """The privacy plan: q from the batch size, then T (or sigma) from the budget."""
-    q = min(1.0, float(config.batch_size) / n)
+def default_sampling_rate(config: TrainConfig, n: int, laplace_b: float | None, group_rate: float = 0.0) -> float:
+    """The Poisson rate q when --batch-size is not given, from n, the budget and the groups.
+
+    The accountant's trade-off: at T = --max-steps steps (or --steps) and noise multiplier
+    SIGMA_TARGET (or --sigma), the largest q within (epsilon, delta); raised to GROUP_MARGIN x
+    ``group_rate`` (the rate at which the smallest constraint group's batch count equals its Laplace
+    noise) so the histogram's rates are not mostly noise, and at most Q_MAX and 1 batch-of-n. When q is
+    raised, the step search then fits fewer steps at SIGMA_TARGET (small data: few, large batches).
+    """
+    steps = config.steps or config.max_steps
+    sigma = config.sigma or SIGMA_TARGET
+    q_max = Q_MAX if n >= 2 else 1.0
+    if config.non_private or not (config.epsilon > 0 and math.isfinite(config.epsilon)) or not (0 < config.delta < 1):
+        q = min(q_max, 0.1)
+    else:
+        try:
+            q = accounting.sampling_rate_for(sigma, laplace_b, steps, config.epsilon, config.delta, q_max=q_max)
+        except ValueError:
+            q = 1e-6   # nothing fits: the checks below say so with the numbers
+    return float(min(q_max, max(q, GROUP_MARGIN * group_rate), 1.0))
+
+
+def _ledger(config: TrainConfig, n: int, laplace_b: float | None, warn: Warn,
+            group_rate: float = 0.0) -> accounting.PrivacyLedger:
+    """The privacy plan: q from the batch size (or planned), then T (or sigma) from the budget."""
+    if config.batch_size is None:
+        q = default_sampling_rate(config, n, laplace_b, group_rate)
+    else:
+        if not (config.batch_size > 0) or math.isinf(config.batch_size):
+            raise CortexError(f"--batch-size must be a positive finite number, got {config.batch_size}")
+        q = min(1.0, float(config.batch_size) / n)
     epsilon, delta, sigma, steps, clip = config.epsilon, config.delta, config.sigma, config.steps, config.clip
     if config.non_private:
         return accounting.make_ledger(0.0, math.inf, None if laplace_b is None else math.inf, q, n,
@@ -177,7 +214,7 @@ def _ledger(config: TrainConfig, n: int, laplace_b: float | None, warn: Warn) ->
     if sigma is not None and not (sigma > 0):
         raise CortexError(f"--sigma must be > 0 for a private run, got {sigma} (or use --non-private)")
     if steps is None:
-        sigma_ = 10.0 if sigma is None else sigma
+        sigma_ = SIGMA_TARGET if sigma is None else sigma
         steps_ = accounting.max_steps(sigma_, laplace_b, q, epsilon, delta, cap=config.max_steps)
         if steps_ == 0:
             one = accounting.epsilon_spent(sigma_, laplace_b, q, 1, delta)
@@ -265,7 +302,9 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
         raise CortexError(f"the constraints {rc.names[:4]}{'...' if len(rc.names) > 4 else ''} cannot all hold "
                           f"on {source}: no classifier (not even one that sees every cell) meets them; "
                           "loosen the gammas")
-    ledger = _ledger(config, n, None if rc is None else config.laplace_b, warn)
+    group_rate = 0.0 if rc is None else cons.group_noise_rate(
+        rc, np.bincount(cells, minlength=rc.partition.n_cells), config.laplace_b)
+    ledger = _ledger(config, n, None if rc is None else config.laplace_b, warn, group_rate)
     if rc is not None:
         ledger.histogram_batch = config.histogram_batch
         if config.histogram_batch == "shared" and math.isfinite(ledger.epsilon_spent):
@@ -287,7 +326,13 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
     if config.model_kind == "mlp" and (not hidden or min(hidden) < 1):
         raise CortexError(f"--hidden {','.join(map(str, config.hidden))!r}: give positive layer sizes, "
                           "e.g. 64 or 128,64")
-    return Plan(classes, encoder, rc, cells, ledger, label, sens, n, hidden)
+    lr = config.lr if config.lr is not None else STEP_LENGTH / (config.clip if math.isfinite(config.clip) else 1.0)
+    lr_dual = (config.lr_dual if config.lr_dual is not None
+               else DUAL_STEP / max(config.gamma, 0.005) * math.sqrt(1000.0 / max(ledger.steps, 1)))
+    for name, value in (("--lr", lr), ("--lr-dual", lr_dual)):
+        if not (value > 0) or math.isinf(value):
+            raise CortexError(f"{name} must be a positive finite number, got {value}")
+    return Plan(classes, encoder, rc, cells, ledger, label, sens, n, hidden, float(lr), float(lr_dual))
 
 
 def _json_ledger(d: dict) -> dict:
@@ -325,8 +370,8 @@ def train(table: Columns, config: TrainConfig, plan_: Plan | None = None, *, see
     ledger = p.ledger
     rconfig = raco.RacoConfig(
         steps=ledger.steps, sampling_rate=ledger.sampling_rate, sigma=ledger.sigma, clip_norm=ledger.clip_norm,
-        laplace_b=math.inf if ledger.laplace_b is None else ledger.laplace_b, lr=config.lr,
-        lr_dual=config.lr_dual, dual_update=config.dual_update, dual_momentum=config.dual_momentum,
+        laplace_b=math.inf if ledger.laplace_b is None else ledger.laplace_b, lr=p.lr or STEP_LENGTH / config.clip,
+        lr_dual=p.lr_dual or 0.3, dual_update=config.dual_update, dual_momentum=config.dual_momentum,
         dual_max=config.dual_max, temperature=config.temperature, record_every=25 if log else 0,
         histogram_batch=config.histogram_batch)
     generator = torch.Generator()
@@ -357,7 +402,8 @@ def train(table: Columns, config: TrainConfig, plan_: Plan | None = None, *, see
     metadata = {
         "dpfair.model": {"kind": config.model_kind, "hidden": p.hidden, "n_features": int(features.shape[1]),
                          "label": p.label, "classes": p.classes, "sensitive": p.sensitive,
-                         "temperature": config.temperature, "feature_names": p.encoder.feature_names},
+                         "temperature": config.temperature, "feature_names": p.encoder.feature_names,
+                         "lr": p.lr, "lr_dual": p.lr_dual if p.constraints is not None else None},
         "dpfair.encoder": p.encoder.to_dict(),
         "dpfair.constraints": p.constraints.to_dict() if p.constraints is not None else None,
         "dpfair.ledger": _json_ledger(ledger.to_dict()),

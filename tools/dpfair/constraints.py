@@ -328,6 +328,19 @@ def small_groups(constraints: RateConstraints, cell_counts: np.ndarray, sampling
     return out
 
 
+def group_noise_rate(constraints: RateConstraints, cell_counts: np.ndarray, laplace_b: float | None) -> float:
+    """The sampling rate at which the smallest rate denominator's expected batch count equals the
+    Laplace std of its noisy count (``small_groups`` flags rates below it); 0 without histogram noise."""
+    if laplace_b is None or math.isinf(laplace_b):
+        return 0.0
+    need = 0.0
+    for r in range(len(constraints.term_class)):
+        count = float(cell_counts[constraints.term_cells[r]].sum())
+        noise_std = math.sqrt(2.0 * int(constraints.term_cells[r].sum()) * constraints.n_classes) / laplace_b
+        need = max(need, math.inf if count == 0 else noise_std / count)
+    return need
+
+
 def feasible(constraints: RateConstraints, cell_counts: np.ndarray) -> bool:
     """Whether some classifier that predicts class k in cell q with probability p[q, k] meets every
     constraint on data with these (cells,) counts: a linear program (rates are linear in p, their
