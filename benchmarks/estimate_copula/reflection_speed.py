@@ -66,7 +66,7 @@ def main() -> None:
     u_train, u_test, _ = pseudo("digits", args.seed)
     n = args.n
     rep = {"dataset": "digits", "dim": int(u_train.shape[1]), "n": n, "command": " ".join(sys.argv),
-           "torch": torch.__version__, "threads": torch.get_num_threads()}
+           "torch": str(torch.__version__), "threads": torch.get_num_threads()}
     cfg = ReflectionConfig(hidden=512, layers=5, lr=1e-3, batch_size=256, steps=10**7,
                            time_limit=args.train_seconds)
     t0 = time.perf_counter()
@@ -81,7 +81,9 @@ def main() -> None:
     t0 = time.perf_counter()
     vine = pv.Vinecop.from_data(u_train, controls=controls)
     rep["vine"] = {"settings": "TLL, mBIC, constant, mult 7.33", "fit_seconds": time.perf_counter() - t0}
-    sec, u_v = timed(lambda: vine.simulate(n, seeds=[args.seed]), args.repeats)
+    sec, u_v = timed(lambda: vine.sample(n, seeds=[args.seed]), args.repeats)
+    print(f"vine fitted in {rep['vine']['fit_seconds']:.0f} s; reflection {rep['reflection']}", file=sys.stderr,
+          flush=True)
     rep["vine"].update({"sample_seconds": sec, "samples_per_second": n / sec,
                         **sample_metrics(np.asarray(u_v), u_test, args.seed)})
 
@@ -92,6 +94,8 @@ def main() -> None:
     for name, fn in variants.items():
         sec, u_s = timed(lambda: fn(torch.Generator().manual_seed(100 + args.seed)), args.repeats)
         samples[name] = u_s
+        print(f"{name}: {n / sec:.0f} samples/s (vine {n / rep['vine']['sample_seconds']:.0f})", file=sys.stderr,
+              flush=True)
         rep[name] = {"sample_seconds": sec, "samples_per_second": n / sec,
                      "speedup_vs_vine": rep["vine"]["sample_seconds"] / sec,
                      **sample_metrics(np.clip(u_s, 1e-7, 1 - 1e-7), u_test, args.seed)}

@@ -25,4 +25,8 @@ d)
   # log Z with both proposals (issue's and the CDC's own samples) on one MAGIC CDC
   python $B run --dataset magic --models cdc --cdc-seconds 300 --proposals issue,samples --timeout 1500 --out $R/magic_cdc_proposals.yaml
   ;;
+e)
+  # 5-seed protocol on MAGIC (seeds 0..4, 80/20 each), CDC time-boxed to 90 s, IS 2x10^5 per proposal
+  python $B run --dataset magic --seeds 0,1,2,3,4 --models gaussian,vine,cdc --cdc-seconds 90 --is-draws 200000 --proposals issue,samples --timeout 1500 --out $R/magic_5seeds.yaml
+  ;;
 esac

@@ -380,6 +380,11 @@ def test_bad_input_one_line_errors(cli, work, one_line_error):
     one_line_error(p, f"{TOOL} simulate", "unknown task 'lotka'")
     p = cli(TOOL, "train", "--method", "tsnpe", "--task", "ou", "--x-o", work / "hf.st", "--hf-budget", "50", "-o", out)
     one_line_error(p, f"{TOOL} train", "holds 30 observations", "--observation")
+    # --resume of a finished file; --workers beside --scheduler
+    p = cli(TOOL, "simulate", "--task", "ou", "-n", "30", "--seed", "1", "--resume", work / "hf.st", "-o", out)
+    one_line_error(p, f"{TOOL} simulate", "hf.st: not the partial file of a failed simulate run")
+    p = cli(TOOL, "simulate", "--task", "ou", "-n", "30", "--workers", "2", "--scheduler", "tcp://127.0.0.1:9", "-o", out)
+    one_line_error(p, f"{TOOL} simulate", "give --workers or --scheduler, not both")
     assert not out.exists()
 
 

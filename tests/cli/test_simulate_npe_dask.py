@@ -25,7 +25,10 @@ KILLSIM = textwrap.dedent("""\
     CONTROL = Path(__file__).with_name("kill.json")
     def simulate(theta):
         control = json.loads(CONTROL.read_text())
-        if int(round(float(theta[0, 0]))) == control["row"]:
+        if int(round(float(theta[0, 0]))) == control["row"] and control.get("hang"):
+            import threading
+            threading.Event().wait(40)  # hangs (past --timeout), holding its worker's thread
+        elif int(round(float(theta[0, 0]))) == control["row"]:
             with open(control["mark"], "a") as f:  # one line per kill
                 f.write("killed\\n")
             if control["always"] or Path(control["mark"]).read_text().count("\\n") == 1:
@@ -60,8 +63,9 @@ def cluster(tmp_path_factory):
             os.environ["PYTHONPATH"] = old
 
 
-def control(mods, row=-1, always=False):
-    (mods / "kill.json").write_text(json.dumps({"row": row, "always": always, "mark": str(mods / "kills.txt")}))
+def control(mods, row=-1, always=False, hang=False):
+    (mods / "kill.json").write_text(json.dumps({"row": row, "always": always, "hang": hang,
+                                                "mark": str(mods / "kills.txt")}))
     (mods / "kills.txt").unlink(missing_ok=True)
 
 
@@ -129,3 +133,21 @@ def test_a_chunk_that_kills_every_worker_fails_in_one_line_keeping_the_rest(cli,
     r = cli(TOOL, *common, "--scheduler", address, "--resume", f"{out}.partial", "-o", out)
     assert r.returncode == 0, r.stderr
     assert same_bytes(local, out, tmp_path / "restamped.st")
+
+
+def test_a_hung_python_simulator_times_out_on_the_cluster(cli, cluster, killsim_run, tmp_path, one_line_error):
+    """Last in the module: the hung task keeps a worker thread for 40 s (Dask cannot stop it)."""
+    address, mods = cluster
+    common, _ = killsim_run
+    control(mods, row=30, hang=True)
+    out = tmp_path / "dask.st"
+    p = cli(TOOL, *common, "--scheduler", address, "--timeout", "8", "-o", out)
+    one_line_error(p, f"{TOOL} simulate", "simulations 30..39: simulator timed out after 8 s", f"kept in {out}.partial")
+    kept = sims_index(f"{out}.partial")
+    assert kept[:30] == list(range(30)) and 30 not in kept
+
+
+def sims_index(path):
+    from safetensors.torch import load_file
+
+    return load_file(str(path))["index"].tolist()

@@ -206,8 +206,8 @@ def run_pieces(spec: SimulatorSpec, theta: torch.Tensor, pieces: list[Piece], *,
         rows = theta[piece.start - offset:piece.stop - offset]
         return spec, rows, piece.seed(seed), piece.start, timeout, encode, decode
 
-    if scheduler:
-        backend = _DaskBackend(scheduler, args)
+    if scheduler:  # an external program's --timeout acts inside the task, a Python one's from here
+        backend = _DaskBackend(scheduler, args, None if spec.kind == "command" else timeout)
     elif spec.kind == "command" and workers > 1:
         backend = _ThreadBackend(workers, args)
     elif spec.kind != "command" and (workers > 1 or timeout):
@@ -356,7 +356,7 @@ class _DaskBackend:
 
     abandon_on_error = False
 
-    def __init__(self, address, args):
+    def __init__(self, address, args, timeout=None):
         try:
             from distributed import Client
         except ImportError:
@@ -368,18 +368,36 @@ class _DaskBackend:
                 else Client(address, timeout=30)
         except (OSError, ValueError) as err:
             raise RuntimeError(f"--scheduler {address}: cannot reach the Dask scheduler ({err})") from None
-        self.args, self.run = args, uuid.uuid4().hex[:8]
+        self.args, self.run, self.timeout, self.deadline = args, uuid.uuid4().hex[:8], timeout, {}
         self.limit = max(1, sum(self.client.nthreads().values()))
 
     def submit(self, piece):
-        return self.client.submit(_remote_chunk, *self.args(piece), key=f"simulate-npe-{self.run}-{piece.chunk}",
-                                  pure=False, retries=0)
+        future = self.client.submit(_remote_chunk, *self.args(piece), key=f"simulate-npe-{self.run}-{piece.chunk}",
+                                    pure=False, retries=0)
+        if self.timeout:
+            self.deadline[future.key] = time.monotonic() + self.timeout
+        return future
 
     def wait_first(self, running):
         from distributed import wait
 
-        done, _ = wait(list(running), return_when="FIRST_COMPLETED")
-        return [(f, None) for f in done]
+        wait_for = None
+        if self.deadline:
+            wait_for = max(0.0, min(self.deadline[f.key] for f in running) - time.monotonic())
+        try:
+            done, _ = wait(list(running), timeout=wait_for, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            done = ()
+        if done:
+            return [(f, None) for f in done]
+        out = []
+        for f in running:
+            if self.deadline.get(f.key, float("inf")) <= time.monotonic():
+                piece = running[f]
+                f.cancel()
+                out.append((f, RuntimeError(f"simulations {piece.start}..{piece.stop - 1}: simulator timed out "
+                                            f"after {self.timeout:g} s (--timeout)")))
+        return out
 
     def result(self, handle, piece):
         try:
