@@ -53,7 +53,7 @@ train_options = option_set(
     click.option("--clip", type=POSITIVE, default=3.0, show_default=True,
                  help="Per-example gradient clip norm C."),
     click.option("--lr", type=POSITIVE, default=None,
-                 help="Primal step size. Default: 2 / --clip (the mean clipped gradient moves the weights at most 2)."),
+                 help="Primal step size. Default: 2 divided by the clip norm (the mean clipped gradient moves the weights at most 2)."),
     click.option("--lr-dual", type=POSITIVE, default=None, help="Dual step size. Default: 0.03 / --gamma x sqrt(1000 / T)."),
     click.option("--dual-update", type=click.Choice(["heavy-ball", "exponentiated"]), default="heavy-ball",
                  show_default=True, help="Projected (heavy-ball) ascent or exponentiated gradient."),

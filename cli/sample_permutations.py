@@ -160,7 +160,7 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
     run.info(api.summary(fitted))
 
 
-@verb(group, "sample", output="artifact", torch_options=True, advanced=ADVANCED_INPUT + ("batch_size",))
+@verb(group, "sample", output="artifact", torch_options=True, advanced=ADVANCED_INPUT + ("batch_size", "mbr_samples", "beam_width", "partition"))
 @click.argument("model_file", metavar="MODEL|-")
 @click.option("-n", "--num", type=Count(bytes_each=16, what="permutations"), default=None,
               help="sample: how many permutations to draw (default 1000). beam: how many of the "
