@@ -69,3 +69,12 @@ def save(result: dict, out: str | None, default_name: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text)
     print(text)
+
+
+def ndcg_at(orderings: np.ndarray, ratings: np.ndarray, k: int = 5) -> np.ndarray:
+    """NDCG@k per row; ``orderings`` (m, n) local indices best first, ``ratings`` (m, n)."""
+    gains = 2.0 ** ratings - 1
+    disc = 1.0 / np.log2(np.arange(2, k + 2))
+    dcg = (np.take_along_axis(gains, orderings[:, :k], 1) * disc).sum(1)
+    ideal = (np.sort(gains, axis=1)[:, ::-1][:, :k] * disc).sum(1)
+    return dcg / ideal

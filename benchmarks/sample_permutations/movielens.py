@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import MOVIELENS, need, save  # noqa: E402
+from common import MOVIELENS, ndcg_at, need, save  # noqa: E402
 
 from cortexkit.formats.rankings import read_rating_table, split_users  # noqa: E402
 from cortexkit.tools.permutations import neural as N  # noqa: E402
@@ -49,15 +49,6 @@ def examples(by_user, users, n, draws, rng):
             refs.append(movies)
             stars.append(r)
     return np.array(refs), np.array(orders), np.array(stars, dtype=np.float64)
-
-
-def ndcg_at(orderings: np.ndarray, ratings: np.ndarray, k: int = 5) -> np.ndarray:
-    """NDCG@k per row; ``orderings`` (m, n) local indices best first, ``ratings`` (m, n)."""
-    gains = 2.0 ** ratings - 1
-    disc = 1.0 / np.log2(np.arange(2, k + 2))
-    dcg = (np.take_along_axis(gains, orderings[:, :k], 1) * disc).sum(1)
-    ideal = (np.sort(gains, axis=1)[:, ::-1][:, :k] * disc).sum(1)
-    return dcg / ideal
 
 
 def complete_by_score(prefix_order: list, rest: list, score) -> list:

@@ -34,20 +34,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import MOVIELENS, cortexkit, need, save  # noqa: E402
+from common import MOVIELENS, cortexkit, ndcg_at, need, save  # noqa: E402
 
 from cortexkit.formats.artifact import write_artifact  # noqa: E402
 from cortexkit.formats.rankings import ratings_to_orders, read_rating_table  # noqa: E402
 from cortexkit.tools.permutations import mbr  # noqa: E402
-
-
-def ndcg_at(orderings: np.ndarray, ratings: np.ndarray, k: int = 5) -> np.ndarray:
-    """NDCG@k per row; ``orderings`` (m, n) local indices best first, ``ratings`` (m, n)."""
-    gains = 2.0 ** ratings - 1
-    disc = 1.0 / np.log2(np.arange(2, k + 2))
-    dcg = (np.take_along_axis(gains, orderings[:, :k], 1) * disc).sum(1)
-    ideal = (np.sort(gains, axis=1)[:, ::-1][:, :k] * disc).sum(1)
-    return dcg / ideal
 
 
 def merge_completion(given: np.ndarray, score: np.ndarray) -> np.ndarray:
