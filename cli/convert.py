@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import OutputPath, command
+from cortexkit.cli.base import command
+from cortexkit.cli.options import OutputPath
 
 FORMATS = ("auto", "csv", "npy", "npz", "safetensors")
 EXTENSIONS = {".csv": "csv", ".npy": "npy", ".npz": "npz", ".safetensors": "safetensors",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import NONNEGATIVE, POSITIVE, Float, check_time, option_set, output_option, require_matplotlib, tool_group, verb
+from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
+from cortexkit.cli.options import NONNEGATIVE, POSITIVE, Float, check_time, option_set
 from cortexkit.tools.dpfair import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 KIND_MODEL = "dpfair-model"

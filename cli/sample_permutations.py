@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import NONNEGATIVE, Count, POSITIVE, UNIT, Float, output_option, tool_group, verb
+from cortexkit.cli.base import output_option, tool_group, verb
+from cortexkit.cli.options import NONNEGATIVE, Count, POSITIVE, UNIT, Float
 from cortexkit.tools.permutations import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 from cortexkit.formats.errors import CortexError
 

@@ -6,7 +6,8 @@ import contextlib
 
 import click
 
-from cortexkit.cli.base import POSITIVE, Count, UNIT, Float, output_option, require_matplotlib, tool_group, verb
+from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
+from cortexkit.cli.options import POSITIVE, Count, UNIT, Float
 from cortexkit.tools.npe import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 from cortexkit.formats.errors import CortexError
 

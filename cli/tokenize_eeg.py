@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import option_set, tool_group, verb
+from cortexkit.cli.base import tool_group, verb
+from cortexkit.cli.options import option_set
 
 KIND_TOKENIZER = "eeg-tokenizer"
 KIND_TOKENS = "eeg-tokens"

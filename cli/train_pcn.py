@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import option_set, require_matplotlib, tool_group, verb
+from cortexkit.cli.base import require_matplotlib, tool_group, verb
+from cortexkit.cli.options import option_set
 
 KIND_MODEL = "pcn-model"
 MODEL_VERSION = 1

@@ -29,7 +29,7 @@ import click
 import pytest
 
 from cortexkit.cli import main as entry, manpage
-from cortexkit.cli.base import OutputPath
+from cortexkit.cli.options import OutputPath
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("CORTEXKIT_SHARED_DATA", REPO.parent / "shared" / "data"))

@@ -6,8 +6,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from cortexkit.cli.base import (NONNEGATIVE, POSITIVE, UNIT, Float, Int, check_memory, check_time,
-                                tool_group, verb)
+from cortexkit.cli.base import tool_group, verb
+from cortexkit.cli.options import NONNEGATIVE, POSITIVE, UNIT, Float, Int, check_memory, check_time
 from cortexkit.formats.errors import CortexError
 
 toy = tool_group("toy", help="A toy tool for testing options.")
