@@ -99,8 +99,8 @@ class Plan:
     sensitive: list[str]
     n: int
     hidden: list[int]
-    lr: float = 0.0                     # the primal and dual steps used (the defaults resolved)
-    lr_dual: float = 0.0
+    lr: float                           # the primal and dual steps used (the defaults resolved)
+    lr_dual: float
 
 
 @dataclass
@@ -370,8 +370,8 @@ def train(table: Columns, config: TrainConfig, plan_: Plan | None = None, *, see
     ledger = p.ledger
     rconfig = raco.RacoConfig(
         steps=ledger.steps, sampling_rate=ledger.sampling_rate, sigma=ledger.sigma, clip_norm=ledger.clip_norm,
-        laplace_b=math.inf if ledger.laplace_b is None else ledger.laplace_b, lr=p.lr or STEP_LENGTH / config.clip,
-        lr_dual=p.lr_dual or 0.3, dual_update=config.dual_update, dual_momentum=config.dual_momentum,
+        laplace_b=math.inf if ledger.laplace_b is None else ledger.laplace_b, lr=p.lr,
+        lr_dual=p.lr_dual, dual_update=config.dual_update, dual_momentum=config.dual_momentum,
         dual_max=config.dual_max, temperature=config.temperature, record_every=25 if log else 0,
         histogram_batch=config.histogram_batch)
     generator = torch.Generator()

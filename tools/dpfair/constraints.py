@@ -309,17 +309,24 @@ def soft_histogram(probs: torch.Tensor, cells: torch.Tensor, n_cells: int) -> to
     return hist.index_add_(0, cells, probs)
 
 
+def _denominators(constraints: RateConstraints, cell_counts: np.ndarray,
+                  laplace_b: float | None) -> list[tuple[int, float, float]]:
+    """(term index, records in the rate's denominator, Laplace std of its noisy count) per rate
+    term; empty without histogram noise."""
+    if laplace_b is None or math.isinf(laplace_b):
+        return []
+    return [(r, float(cell_counts[constraints.term_cells[r]].sum()),
+             math.sqrt(2.0 * int(constraints.term_cells[r].sum()) * constraints.n_classes) / laplace_b)
+            for r in range(len(constraints.term_class))]
+
+
 def small_groups(constraints: RateConstraints, cell_counts: np.ndarray, sampling_rate: float,
                  laplace_b: float | None) -> list[tuple[str, float, float]]:
     """(group names, expected batch count, Laplace std of its noisy count) of every rate denominator
     whose expected count per batch is below its own noise std (its rates are mostly noise)."""
     out = []
-    if laplace_b is None or math.isinf(laplace_b):
-        return out
-    for r in range(len(constraints.term_class)):
-        n_cells = int(constraints.term_cells[r].sum())
-        expected = sampling_rate * float(cell_counts[constraints.term_cells[r]].sum())
-        noise_std = math.sqrt(2.0 * n_cells * constraints.n_classes) / laplace_b
+    for r, count, noise_std in _denominators(constraints, cell_counts, laplace_b):
+        expected = sampling_rate * count
         if expected < noise_std:
             names = [" & ".join(t) for t, m in zip(constraints.partition.cell_tuples(), constraints.term_cells[r]) if m]
             item = (f"{names[:3]}{'...' if len(names) > 3 else ''}", expected, noise_std)
@@ -331,14 +338,8 @@ def small_groups(constraints: RateConstraints, cell_counts: np.ndarray, sampling
 def group_noise_rate(constraints: RateConstraints, cell_counts: np.ndarray, laplace_b: float | None) -> float:
     """The sampling rate at which the smallest rate denominator's expected batch count equals the
     Laplace std of its noisy count (``small_groups`` flags rates below it); 0 without histogram noise."""
-    if laplace_b is None or math.isinf(laplace_b):
-        return 0.0
-    need = 0.0
-    for r in range(len(constraints.term_class)):
-        count = float(cell_counts[constraints.term_cells[r]].sum())
-        noise_std = math.sqrt(2.0 * int(constraints.term_cells[r].sum()) * constraints.n_classes) / laplace_b
-        need = max(need, math.inf if count == 0 else noise_std / count)
-    return need
+    return max((math.inf if count == 0 else noise_std / count
+                for _, count, noise_std in _denominators(constraints, cell_counts, laplace_b)), default=0.0)
 
 
 def feasible(constraints: RateConstraints, cell_counts: np.ndarray) -> bool:
