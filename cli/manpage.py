@@ -22,7 +22,9 @@ import yaml
 
 from cortexkit.cli import main as entry
 
-SOURCES = Path(__file__).resolve().parents[1] / "man" / "src"
+# man/src in a checkout; installed (pyproject: package cortexkit.man) as site-packages/cortexkit/man
+_TOP = Path(__file__).resolve().parents[1]
+SOURCES = _TOP / "man" / "src" if (_TOP / "man" / "src").is_dir() else _TOP / "man"
 
 SECTION_ORDER = ("DESCRIPTION", "COMMANDS", "OPTIONS", "EXAMPLES", "FILES", "EXIT STATUS",
                  "REFERENCE", "SEE ALSO")
@@ -192,7 +194,7 @@ def top_page() -> str:
 def sections(name: str) -> dict:
     """The hand-written sections of command ``name`` (empty when it has none)."""
     path = SOURCES / f"{name}.yaml"
-    return yaml.safe_load(path.read_text()) if path.exists() else {}
+    return yaml.safe_load(path.read_text()) if path.is_file() else {}
 
 
 def render_all() -> dict[str, str]:

@@ -173,6 +173,11 @@ def run_blocks(sh, blocks: list[str], shrink: dict, folder: Path) -> list[str]:
 PAGES = man_examples()
 
 
+def test_every_command_has_examples_to_run():
+    """An empty PAGES would turn the two tests below into silent skips (CI once lost the sources)."""
+    assert sorted(PAGES) == sorted(f"cortexkit-{name}" for name in entry.COMMANDS), manpage.SOURCES
+
+
 @pytest.mark.parametrize("page", sorted(PAGES))
 def test_man_page_examples_run(sh, tmp_path, page):
     text, shrink = PAGES[page]
