@@ -2,7 +2,7 @@
 part, the split transfer.py tunes Opacus's lr on), never on the test parts.
 
 For each shipped dataset the planner's own (q, T, sigma) are kept (defaults, epsilon 1), and only the primal
-step length s = lr x clip varies: the fixed rule s = 2 (the default before this study) against the
+step length s = lr x clip varies: the fixed rule s = 2 (the current default, --lr 2 / --clip) against the
 noise-scaled rule s = kappa x B / sigma (B = q n, the expected batch), under which every update's Gaussian
 noise has the same per-coordinate std kappa whatever n, q and sigma are (lr sigma C / B = kappa), and the
 capped rule s = min(2, c x B / (sigma sqrt(T))), which keeps s = 2 unless the noise that T updates add up to
