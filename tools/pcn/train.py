@@ -309,7 +309,7 @@ def logits_of(net: Network, images: torch.Tensor, prep: Preprocess, device=None,
     outs = [net(prep(images[i:i + batch], p.dtype).to(p.device)).cpu()
             for i in range(0, images.shape[0], batch)]
     classes = net.blocks[-1].layer.out_features
-    return torch.cat(outs) if outs else torch.zeros(0, classes, dtype=dtype)
+    return torch.cat(outs) if outs else torch.zeros(0, classes, dtype=p.dtype)
 
 
 def accuracy(net: Network, data: Dataset, prep: Preprocess, device=None) -> tuple[float, float]:
