@@ -19,7 +19,8 @@ group = tool_group(
 positive = click.FloatRange(min=0, min_open=True)
 
 model_options = option_set(
-    click.option("--arch", type=click.Choice(["mlp", "vgg5", "vgg7", "vgg9", "vgg11", "vgg13"]),
+    click.option("--arch", type=click.Choice(["mlp", "vgg5", "vgg7", "vgg9", "vgg11", "vgg13",
+                                            "resnet18"]),
                  default="mlp", show_default=True, help="Architecture."),
     click.option("--depth", type=click.IntRange(min=1), default=4, show_default=True,
                  help="MLP weight layers L."),

@@ -256,3 +256,46 @@ def test_skipping_settled_layers_matches_the_naive_loop(rate, momentum, schedule
     fast = meta_inference(net, x, y, cfg).errors
     for a, b in zip(fast, _naive_meta_errors(net, x, y, cfg)):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-15)
+
+
+RESNET = NetworkSpec("resnet18", (3, 8, 8), classes=4, width_scale=1 / 16, activation="gelu")
+
+
+def test_resnet18_shape():
+    from cortexkit.tools.pcn.network import weight_layers
+
+    net = build_network(NetworkSpec("resnet18", (3, 32, 32), classes=10))
+    assert net.depth == 10  # stem, 8 residual blocks, head
+    assert net(torch.zeros(2, 3, 32, 32)).shape == (2, 10)
+    # stem + 8 x 2 convolutions + 3 projection shortcuts + the head
+    assert len(weight_layers(net)) == 21
+    assert [tuple(b.conv1.weight.shape[:2]) for b in net.blocks[1:9]][2] == (128, 64)
+
+
+def test_resnet_blocks_follow_the_binomial_identity_skips_included():
+    """A residual block is one f_l: its VJP carries the skip, and every parameter of block l
+    (both convolutions, the shortcut) gets backprop's gradient times P(Bin(T, eta) >= L - l)."""
+    net, x, y = _batch(RESNET, n=5, seed=7)
+    steps, rate, L = 12, 0.5, net.depth
+    meta = meta_inference(net, x, y, InferenceConfig(steps=steps, state_lr=rate), scale=1 / 5)
+    bp = bp_gradients(net, x, y, scale=1 / 5)
+    owner = [l for l, block in enumerate(net.blocks, 1) for _ in block.parameters()]
+    assert len(owner) == len(meta.grads) == len(bp.grads)
+    for l, gm, gb in zip(owner, meta.grads, bp.grads):
+        torch.testing.assert_close(gm, binomial_tail(steps, rate, L - l) * gb, rtol=1e-9,
+                                   atol=1e-15)
+    assert float(meta.grads[0].abs().max()) > 0
+    exact = meta_inference(net, x, y, InferenceConfig(steps=L - 1, state_lr=1.0), scale=1 / 5)
+    for gm, gb in zip(exact.grads, bp.grads):
+        torch.testing.assert_close(gm, gb, rtol=1e-12, atol=1e-15)
+
+
+def test_normalisation_reaches_every_convolution_of_a_residual_block():
+    from cortexkit.tools.pcn.network import weight_layers
+
+    net, _, _ = _batch(RESNET)
+    biases = [m.bias.clone() for m in weight_layers(net)]
+    normalize_weights(net, 4 / 3)
+    for layer, bias in zip(weight_layers(net), biases):
+        assert spectral_proxy(layer.weight) == pytest.approx(4 / 3, rel=1e-12)
+        assert torch.equal(layer.bias, bias)

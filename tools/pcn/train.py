@@ -26,7 +26,7 @@ from cortexkit.tools.pcn import distributed
 from cortexkit.tools.pcn.inference import (METHODS, InferenceConfig, InferenceResult,
                                            binomial_tail, bp_gradients, imbalance,
                                            meta_inference, pc_inference)
-from cortexkit.tools.pcn.network import Network, fan_out_in
+from cortexkit.tools.pcn.network import Network, fan_out_in, weight_layers
 
 
 @dataclass
@@ -86,9 +86,10 @@ def spectral_proxy(weight: torch.Tensor) -> float:
 
 @torch.no_grad()
 def normalize_weights(net: Network, gain: float = 1.0, clip: float | None = None) -> None:
-    """W <- gain * W / ((sqrt(m)+sqrt(n)) std(W)) for every block's weight; biases untouched."""
-    for block in net.blocks:
-        weight = block.layer.weight
+    """W <- gain * W / ((sqrt(m)+sqrt(n)) std(W)) for every weight layer (each convolution of a
+    residual block, its shortcut too); biases untouched."""
+    for layer in weight_layers(net):
+        weight = layer.weight
         m, n = fan_out_in(weight)
         std = weight.std(unbiased=False)
         if std > 0:
