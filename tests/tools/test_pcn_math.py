@@ -10,7 +10,7 @@ from cortexkit.tools.pcn.inference import (InferenceConfig, binomial_tail, bp_gr
                                            meta_inference, pc_inference)
 from cortexkit.tools.pcn.network import NetworkSpec, build_network, fan_out_in
 from cortexkit.tools.pcn.train import (depth_warning, normalize_weights, spectral_proxy,
-                                       warmup_cosine)
+                                       sweep_factor, warmup_cosine)
 
 MLP = NetworkSpec("mlp", (1, 4, 4), classes=5, width=12, depth=6, activation="gelu")
 # a conv/pool net: VGG-5's block structure (conv, act, max-pool) at 1/32 width, 16x16 inputs
@@ -216,7 +216,11 @@ def test_depth_warning():
     message = depth_warning(16, "meta-pcn", deep)
     assert message is not None and "16 layers" in message
     assert depth_warning(16, "meta-pcn", InferenceConfig(steps=16, state_lr=1.0)) is None
-    assert depth_warning(16, "meta-pcn", InferenceConfig(steps=2, schedule="sweep")) is None
+    assert depth_warning(16, "meta-pcn", InferenceConfig(steps=1, state_lr=1.0,
+                                                         schedule="sweep")) is None
+    # a sweep at a small rate moves each layer only eta_x of the way: the bottom gets ~eta^15
+    slow = depth_warning(16, "meta-pcn", InferenceConfig(steps=2, state_lr=0.1, schedule="sweep"))
+    assert slow is not None and "2 top-down sweeps at eta_x = 0.1" in slow
     assert depth_warning(16, "bp", deep) is None
     assert depth_warning(4, "pc", InferenceConfig(steps=8, state_lr=0.5)) is None
     assert binomial_tail(20, 0.1, 15) < 1e-10
@@ -299,3 +303,18 @@ def test_normalisation_reaches_every_convolution_of_a_residual_block():
     for layer, bias in zip(weight_layers(net), biases):
         assert spectral_proxy(layer.weight) == pytest.approx(4 / 3, rel=1e-12)
         assert torch.equal(layer.bias, bias)
+
+
+@pytest.mark.parametrize("rate, momentum, steps", [(0.3, 0.0, 3), (0.6, 0.4, 2), (1.0, 0.0, 1)])
+def test_sweep_factor_is_the_bottom_layers_share_of_backprop(rate, momentum, steps):
+    """The scalar chain behind the sweep warning against real sweeps: every layer's error is
+    backprop's times the chain's factor (collinear, as with Jacobi)."""
+    net, x, y = _batch(MLP, seed=8)
+    cfg = InferenceConfig(steps=steps, state_lr=rate, momentum=momentum, schedule="sweep")
+    meta = meta_inference(net, x, y, cfg)
+    bp = bp_gradients(net, x, y, errors=True)
+    L = net.depth
+    for l in range(1, L):
+        factor = sweep_factor(steps, rate, momentum, L - l)
+        torch.testing.assert_close(meta.errors[l - 1], factor * bp.errors[l - 1], rtol=1e-9,
+                                   atol=1e-15)

@@ -112,13 +112,35 @@ def warmup_cosine(total_steps: int, warmup: float = 0.1) -> Callable[[int], floa
     return factor
 
 
+def sweep_factor(steps: int, rate: float, momentum: float, below: int) -> float:
+    """The fraction of its backprop error that the layer ``below`` layers under the top holds
+    after ``steps`` top-down sweeps (SGD with momentum on d_l - g_l(d_{l+1})), from the scalar
+    chain d_top = 1 with unit feedback: exact for Meta-PCN up to the Jacobians, which every
+    layer applies the same way at the fixed point."""
+    d, velocity = [0.0] * below, [0.0] * below
+    for _ in range(steps):
+        above = 1.0
+        for k in range(below):
+            velocity[k] = momentum * velocity[k] + (d[k] - above)
+            d[k] -= rate * velocity[k]
+            above = d[k]
+    return d[-1] if below else 1.0
+
+
 def depth_warning(depth: int, method: str, cfg: InferenceConfig) -> str | None:
     """A warning when T * eta_x is too small for the depth: information moves one layer per
     Jacobi step, so the bottom layer sees P(Binomial(T, eta_x) >= L - 1) of its BP error."""
     if method == "bp" or depth < 2:
         return None
     if method == "meta-pcn" and cfg.schedule == "sweep":
-        return None if cfg.steps >= 1 else "T = 0 inference steps: the hidden layers get no error"
+        if cfg.steps < 1:
+            return "T = 0 inference steps: the hidden layers get no error"
+        factor = sweep_factor(cfg.steps, cfg.state_lr, cfg.momentum, depth - 1)
+        if factor >= 0.5:
+            return None
+        return (f"{cfg.steps} top-down sweeps at eta_x = {cfg.state_lr:g} are few for {depth} "
+                f"layers (the first layer gets about {factor:.2g} of its backprop error): use "
+                f"--state-lr 1, or raise --steps")
     reach = cfg.steps * cfg.state_lr / max(1e-12, 1 - cfg.momentum)
     if reach >= depth - 1:
         return None
