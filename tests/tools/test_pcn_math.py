@@ -318,3 +318,23 @@ def test_sweep_factor_is_the_bottom_layers_share_of_backprop(rate, momentum, ste
         factor = sweep_factor(steps, rate, momentum, L - l)
         torch.testing.assert_close(meta.errors[l - 1], factor * bp.errors[l - 1], rtol=1e-9,
                                    atol=1e-15)
+
+
+def test_augmentation_is_a_flip_and_a_padded_crop_of_each_image():
+    """Every augmented image equals one of the 2 x 9 x 9 flip/offset crops of its zero-padded
+    original (pad 4, size kept), and the draws vary over the batch."""
+    import torch.nn.functional as F
+
+    from cortexkit.tools.pcn.train import augment_batch
+
+    x = torch.randn(16, 3, 8, 8, dtype=torch.float64)
+    out = augment_batch(x, torch.Generator().manual_seed(0))
+    assert out.shape == x.shape
+    found = []
+    for i in range(len(x)):
+        matches = [(f, dy, dx) for f in (False, True) for dy in range(9) for dx in range(9)
+                   if torch.equal(out[i], F.pad(x[i].flip(2) if f else x[i], (4,) * 4)
+                                  [:, dy:dy + 8, dx:dx + 8])]
+        assert matches, i
+        found.append(matches[0])
+    assert len({f for f, _, _ in found}) == 2 and len({(dy, dx) for _, dy, dx in found}) > 4
