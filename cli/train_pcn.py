@@ -19,7 +19,8 @@ group = tool_group(
 positive = click.FloatRange(min=0, min_open=True)
 
 model_options = option_set(
-    click.option("--arch", type=click.Choice(["mlp", "vgg5", "vgg7", "vgg9", "vgg11", "vgg13"]),
+    click.option("--arch", type=click.Choice(["mlp", "vgg5", "vgg7", "vgg9", "vgg11", "vgg13",
+                                            "resnet18"]),
                  default="mlp", show_default=True, help="Architecture."),
     click.option("--depth", type=click.IntRange(min=1), default=4, show_default=True,
                  help="MLP weight layers L."),
@@ -194,14 +195,15 @@ def train(run, data, split, test_data, test_split, log, checkpoint, plot, **opts
         _check_target(path, what)
     if plot:
         require_matplotlib()
-    distributed.init(run.device)
+    device = distributed.local_device(run.device)
+    distributed.init(device)
     train_set = _images(data, split)
     test_set = _images(test_data, test_split) if test_data else None
     spec, cfg, dtype = _configs(train_set, opts)
     model, result = api.fit(
         train_set.images, train_set.labels, spec, cfg, normalize=opts["normalize"],
         test=(test_set.images, test_set.labels) if test_set else None, seed=run.seed or 0,
-        dtype=dtype, init=opts["init"], device=run.device, warn=run.warn, progress=run.progress,
+        dtype=dtype, init=opts["init"], device=device, warn=run.warn, progress=run.progress,
         on_epoch=_epoch_writer(run, log, checkpoint))
     if distributed.rank() == 0:
         run.write_artifact(api.model_tensors(model), KIND_MODEL, version=str(MODEL_VERSION),

@@ -70,6 +70,11 @@ def _check(images: np.ndarray, labels: np.ndarray | None, name: str, need_labels
             raise CortexError(f"{name}: {len(images)} images but {len(labels)} labels")
         if labels.min() < 0:
             raise CortexError(f"{name}: negative label {int(labels.min())}")
+        if classes and labels.max() >= len(classes):
+            # the names fix the class range: a label past them is a broken file, not a new class
+            shown = ", ".join(classes[:6]) + (", ..." if len(classes) > 6 else "")
+            raise CortexError(f"{name}: label {int(labels.max())} is outside the {len(classes)} "
+                              f"classes the set names ({shown})")
         labels = labels.astype(np.int64)
     return ImageSet(np.ascontiguousarray(images), labels, classes, name)
 

@@ -205,6 +205,14 @@ def test_bad_training_input(cli, one_line_error, tmp_path):
     p = cli(TOOL, "train", short, "-o", out)
     one_line_error(p, f"{TOOL} train", "20 images but 19 labels")
     assert not out.exists()
+    named = write_set(tmp_path / "named.st", images, labels + 1, classes=["a", "b", "c"])
+    one_line_error(cli(TOOL, "train", named, "-o", out), f"{TOOL} train",
+                   "label 3 is outside the 3 classes the set names (a, b, c)")
+    good = write_set(tmp_path / "good.st", images, labels)
+    big = write_set(tmp_path / "big.st", *make_images(6, size=10))
+    one_line_error(cli(TOOL, "train", good, "--test", big, "--log", tmp_path / "never.yaml",
+                       "-o", out), f"{TOOL} train", "test data: images are [1, 10, 10]")
+    assert not (tmp_path / "never.yaml").exists()
     floats = write_set(tmp_path / "float.st", images.astype(np.float32), labels)
     one_line_error(cli(TOOL, "train", floats, "-o", out), f"{TOOL} train", "uint8")
     one_line_error(cli(TOOL, "train", tmp_path / "missing.st", "-o", out), f"{TOOL} train",

@@ -51,6 +51,10 @@ def test_safetensors_bad_sets(tmp_path):
     with pytest.raises(CortexError, match="no labels"):
         read_images(tmp_path / "c.st")
     assert read_images(tmp_path / "c.st", need_labels=False).labels is None
+    save_file({"images": images, "labels": labels + 1}, str(tmp_path / "e.st"),
+              metadata={"classes": "a,b,c,d"})
+    with pytest.raises(CortexError, match=r"label 4 is outside the 4 classes the set names \(a, b"):
+        read_images(tmp_path / "e.st")
     save_file({"images": images[:0], "labels": labels[:0]}, str(tmp_path / "d.st"))
     with pytest.raises(CortexError, match="no images"):
         read_images(tmp_path / "d.st")

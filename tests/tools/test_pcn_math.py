@@ -10,7 +10,7 @@ from cortexkit.tools.pcn.inference import (InferenceConfig, binomial_tail, bp_gr
                                            meta_inference, pc_inference)
 from cortexkit.tools.pcn.network import NetworkSpec, build_network, fan_out_in
 from cortexkit.tools.pcn.train import (depth_warning, normalize_weights, spectral_proxy,
-                                       warmup_cosine)
+                                       sweep_factor, warmup_cosine)
 
 MLP = NetworkSpec("mlp", (1, 4, 4), classes=5, width=12, depth=6, activation="gelu")
 # a conv/pool net: VGG-5's block structure (conv, act, max-pool) at 1/32 width, 16x16 inputs
@@ -216,7 +216,11 @@ def test_depth_warning():
     message = depth_warning(16, "meta-pcn", deep)
     assert message is not None and "16 layers" in message
     assert depth_warning(16, "meta-pcn", InferenceConfig(steps=16, state_lr=1.0)) is None
-    assert depth_warning(16, "meta-pcn", InferenceConfig(steps=2, schedule="sweep")) is None
+    assert depth_warning(16, "meta-pcn", InferenceConfig(steps=1, state_lr=1.0,
+                                                         schedule="sweep")) is None
+    # a sweep at a small rate moves each layer only eta_x of the way: the bottom gets ~eta^15
+    slow = depth_warning(16, "meta-pcn", InferenceConfig(steps=2, state_lr=0.1, schedule="sweep"))
+    assert slow is not None and "2 top-down sweeps at eta_x = 0.1" in slow
     assert depth_warning(16, "bp", deep) is None
     assert depth_warning(4, "pc", InferenceConfig(steps=8, state_lr=0.5)) is None
     assert binomial_tail(20, 0.1, 15) < 1e-10
@@ -256,3 +260,81 @@ def test_skipping_settled_layers_matches_the_naive_loop(rate, momentum, schedule
     fast = meta_inference(net, x, y, cfg).errors
     for a, b in zip(fast, _naive_meta_errors(net, x, y, cfg)):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-15)
+
+
+RESNET = NetworkSpec("resnet18", (3, 8, 8), classes=4, width_scale=1 / 16, activation="gelu")
+
+
+def test_resnet18_shape():
+    from cortexkit.tools.pcn.network import weight_layers
+
+    net = build_network(NetworkSpec("resnet18", (3, 32, 32), classes=10))
+    assert net.depth == 10  # stem, 8 residual blocks, head
+    assert net(torch.zeros(2, 3, 32, 32)).shape == (2, 10)
+    # stem + 8 x 2 convolutions + 3 projection shortcuts + the head
+    assert len(weight_layers(net)) == 21
+    assert [tuple(b.conv1.weight.shape[:2]) for b in net.blocks[1:9]][2] == (128, 64)
+
+
+def test_resnet_blocks_follow_the_binomial_identity_skips_included():
+    """A residual block is one f_l: its VJP carries the skip, and every parameter of block l
+    (both convolutions, the shortcut) gets backprop's gradient times P(Bin(T, eta) >= L - l)."""
+    net, x, y = _batch(RESNET, n=5, seed=7)
+    steps, rate, L = 12, 0.5, net.depth
+    meta = meta_inference(net, x, y, InferenceConfig(steps=steps, state_lr=rate), scale=1 / 5)
+    bp = bp_gradients(net, x, y, scale=1 / 5)
+    owner = [l for l, block in enumerate(net.blocks, 1) for _ in block.parameters()]
+    assert len(owner) == len(meta.grads) == len(bp.grads)
+    for l, gm, gb in zip(owner, meta.grads, bp.grads):
+        torch.testing.assert_close(gm, binomial_tail(steps, rate, L - l) * gb, rtol=1e-9,
+                                   atol=1e-15)
+    assert float(meta.grads[0].abs().max()) > 0
+    exact = meta_inference(net, x, y, InferenceConfig(steps=L - 1, state_lr=1.0), scale=1 / 5)
+    for gm, gb in zip(exact.grads, bp.grads):
+        torch.testing.assert_close(gm, gb, rtol=1e-12, atol=1e-15)
+
+
+def test_normalisation_reaches_every_convolution_of_a_residual_block():
+    from cortexkit.tools.pcn.network import weight_layers
+
+    net, _, _ = _batch(RESNET)
+    biases = [m.bias.clone() for m in weight_layers(net)]
+    normalize_weights(net, 4 / 3)
+    for layer, bias in zip(weight_layers(net), biases):
+        assert spectral_proxy(layer.weight) == pytest.approx(4 / 3, rel=1e-12)
+        assert torch.equal(layer.bias, bias)
+
+
+@pytest.mark.parametrize("rate, momentum, steps", [(0.3, 0.0, 3), (0.6, 0.4, 2), (1.0, 0.0, 1)])
+def test_sweep_factor_is_the_bottom_layers_share_of_backprop(rate, momentum, steps):
+    """The scalar chain behind the sweep warning against real sweeps: every layer's error is
+    backprop's times the chain's factor (collinear, as with Jacobi)."""
+    net, x, y = _batch(MLP, seed=8)
+    cfg = InferenceConfig(steps=steps, state_lr=rate, momentum=momentum, schedule="sweep")
+    meta = meta_inference(net, x, y, cfg)
+    bp = bp_gradients(net, x, y, errors=True)
+    L = net.depth
+    for l in range(1, L):
+        factor = sweep_factor(steps, rate, momentum, L - l)
+        torch.testing.assert_close(meta.errors[l - 1], factor * bp.errors[l - 1], rtol=1e-9,
+                                   atol=1e-15)
+
+
+def test_augmentation_is_a_flip_and_a_padded_crop_of_each_image():
+    """Every augmented image equals one of the 2 x 9 x 9 flip/offset crops of its zero-padded
+    original (pad 4, size kept), and the draws vary over the batch."""
+    import torch.nn.functional as F
+
+    from cortexkit.tools.pcn.train import augment_batch
+
+    x = torch.randn(16, 3, 8, 8, dtype=torch.float64)
+    out = augment_batch(x, torch.Generator().manual_seed(0))
+    assert out.shape == x.shape
+    found = []
+    for i in range(len(x)):
+        matches = [(f, dy, dx) for f in (False, True) for dy in range(9) for dx in range(9)
+                   if torch.equal(out[i], F.pad(x[i].flip(2) if f else x[i], (4,) * 4)
+                                  [:, dy:dy + 8, dx:dx + 8])]
+        assert matches, i
+        found.append(matches[0])
+    assert len({f for f, _, _ in found}) == 2 and len({(dy, dx) for _, dy, dx in found}) > 4

@@ -19,11 +19,23 @@ def launched() -> bool:
     return int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
+def local_device(device: torch.device | None) -> torch.device | None:
+    """This rank's device: under torchrun a CUDA device without an index becomes
+    ``cuda:LOCAL_RANK``, so N ranks on one node use N GPUs instead of all sharing GPU 0
+    (which NCCL refuses)."""
+    if device is None or device.type != "cuda" or device.index is not None or not launched():
+        return device
+    return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+
+
 def init(device: torch.device | None = None) -> None:
-    """Join the process group torchrun describes (no-op for a single process)."""
+    """Join the process group torchrun describes (no-op for a single process). ``device``:
+    this rank's device (see :func:`local_device`)."""
     if launched() and not dist.is_initialized():
-        backend = "nccl" if device is not None and device.type == "cuda" else "gloo"
-        dist.init_process_group(backend=backend)
+        cuda = device is not None and device.type == "cuda"
+        if cuda:
+            torch.cuda.set_device(device)
+        dist.init_process_group(backend="nccl" if cuda else "gloo")
 
 
 def active() -> bool:
@@ -38,13 +50,21 @@ def world_size() -> int:
     return dist.get_world_size() if active() else 1
 
 
+def _backend_device() -> torch.device:
+    """Where the group's collectives take tensors: the current GPU for NCCL, else the CPU."""
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
 def sum_tensor(tensor: torch.Tensor) -> torch.Tensor:
-    """The sum of ``tensor`` over ranks (a copy; the tensor itself without a group)."""
+    """The sum of ``tensor`` over ranks (a copy on the tensor's device; the tensor itself
+    without a group). A CPU tensor (the epoch statistics) goes through the GPU under NCCL."""
     if not active():
         return tensor
-    out = tensor.clone()
+    out = tensor.to(_backend_device(), copy=True)
     dist.all_reduce(out, op=dist.ReduceOp.SUM)
-    return out
+    return out.to(tensor.device)
 
 
 def sum_gradients(grads: list[torch.Tensor]) -> list[torch.Tensor]:

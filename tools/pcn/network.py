@@ -18,6 +18,14 @@ Architectures (``arch``):
   VGG-11/13 convolution stacks (64 .. 512 channels) + Linear(512, 512), Linear(512, 512),
   Linear(512, classes).
 
+- ``resnet18``: the CIFAR ResNet-18 (He et al. 2016, CIFAR stem): conv 3x3 64 + activation, then
+  8 basic residual blocks f(z) = act(conv(act(conv(z))) + shortcut(z)) of 64, 64, 128, 128, 256,
+  256, 512, 512 channels (stride 2 entering 128, 256, 512; shortcut = identity, or a 1x1 conv of
+  stride 2 where the shape changes), then global average pooling + Linear. Each residual block is
+  ONE block f_l (one latent on its output: L = 10), so the methods see a 10-layer chain whose VJPs
+  include the skips. No BatchNorm: the sources do not say how the paper handles it, and batch
+  statistics would couple the samples of PC's per-sample energies.
+
 ``width_scale`` multiplies every convolution's channel count (reduced-width runs on CPU).
 """
 
@@ -29,7 +37,7 @@ import torch
 from torch import nn
 
 ACTIVATIONS = ("gelu", "relu", "tanh", "hardtanh", "leaky-relu", "identity")
-ARCHS = ("mlp", "vgg5", "vgg7", "vgg9", "vgg11", "vgg13")
+ARCHS = ("mlp", "vgg5", "vgg7", "vgg9", "vgg11", "vgg13", "resnet18")
 
 # (channels, padding, pool) per convolution; the output Linear follows.
 _VGG = {
@@ -88,14 +96,18 @@ class Block(nn.Module):
     linear block. The output block has ``act=None`` and no pool.
     """
 
-    def __init__(self, layer: nn.Module, act: str | None, pool: bool = False):
+    def __init__(self, layer: nn.Module, act: str | None, pool: bool = False,
+                 global_pool: bool = False):
         super().__init__()
         self.layer = layer
         self.act = activation(act) if act else nn.Identity()
         self.pool = nn.MaxPool2d(2, 2) if pool else nn.Identity()
         self.flatten = isinstance(layer, nn.Linear)
+        self.global_pool = global_pool   # average over (H, W) first (ResNet head)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
+        if self.global_pool and z.dim() == 4:
+            z = z.mean(dim=(2, 3))
         if self.flatten and z.dim() > 2:
             z = z.flatten(1)
         return self.pool(self.act(self.layer(z)))
@@ -105,8 +117,33 @@ class Block(nn.Module):
         return self.layer.weight
 
 
+class ResidualBlock(nn.Module):
+    """f_l(z) = act(conv2(act(conv1(z))) + shortcut(z)): a ResNet basic block without BatchNorm.
+
+    ``z``: (batch, C_in, H, W) -> (batch, C_out, H / stride, W / stride); the shortcut is the
+    identity, or a 1x1 convolution of the same stride when the shape changes."""
+
+    def __init__(self, in_channels: int, out_channels: int, stride: int, act: str):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1)
+        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, padding=1)
+        self.act1, self.act2 = activation(act), activation(act)
+        self.shortcut = (nn.Identity() if stride == 1 and in_channels == out_channels
+                         else nn.Conv2d(in_channels, out_channels, 1, stride=stride))
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.act2(self.conv2(self.act1(self.conv1(z))) + self.shortcut(z))
+
+
+def weight_layers(module: nn.Module) -> list[nn.Module]:
+    """Every Linear and Conv2d inside ``module`` (one per plain block; two or three per residual
+    block), the layers weight normalisation and initialisation act on."""
+    return [m for m in module.modules() if isinstance(m, (nn.Linear, nn.Conv2d))]
+
+
 class Network(nn.Module):
-    """A stack of :class:`Block` s; ``forward(x)`` (batch, C, H, W) -> logits (batch, classes)."""
+    """A stack of :class:`Block` s (and :class:`ResidualBlock` s); ``forward(x)`` (batch, C, H, W)
+    -> logits (batch, classes)."""
 
     def __init__(self, spec: NetworkSpec):
         super().__init__()
@@ -131,7 +168,7 @@ class Network(nn.Module):
         return len(self.blocks)
 
 
-def _build_blocks(spec: NetworkSpec) -> list[Block]:
+def _build_blocks(spec: NetworkSpec) -> list[nn.Module]:
     channels, height, width = spec.in_shape
     act = spec.activation
     if spec.arch == "mlp":
@@ -140,6 +177,8 @@ def _build_blocks(spec: NetworkSpec) -> list[Block]:
         sizes = [channels * height * width] + [spec.width] * (spec.depth - 1) + [spec.classes]
         return [Block(nn.Linear(sizes[i], sizes[i + 1]), act if i < spec.depth - 1 else None)
                 for i in range(spec.depth)]
+    if spec.arch == "resnet18":
+        return _resnet18(spec)
     if spec.arch not in _VGG:
         raise ValueError(f"unknown architecture '{spec.arch}' (one of {', '.join(ARCHS)})")
     blocks, c, h, w = [], channels, height, width
@@ -161,13 +200,31 @@ def _build_blocks(spec: NetworkSpec) -> list[Block]:
     return blocks
 
 
+def _resnet18(spec: NetworkSpec) -> list[nn.Module]:
+    channels, height, width = spec.in_shape
+    if min(height, width) < 8:
+        raise ValueError(f"resnet18 needs images of at least 8x8, got {height}x{width}")
+
+    def scaled(c: int) -> int:
+        return max(1, int(round(c * spec.width_scale)))
+
+    c = scaled(64)
+    blocks: list[nn.Module] = [Block(nn.Conv2d(channels, c, 3, padding=1), spec.activation)]
+    for out_channels, stride in [(64, 1), (64, 1), (128, 2), (128, 1), (256, 2), (256, 1),
+                                 (512, 2), (512, 1)]:
+        blocks.append(ResidualBlock(c, scaled(out_channels), stride, spec.activation))
+        c = scaled(out_channels)
+    blocks.append(Block(nn.Linear(c, spec.classes), None, global_pool=True))
+    return blocks
+
+
 def build_network(spec: NetworkSpec, *, dtype=torch.float32, init: str = "default") -> Network:
     """A freshly initialised network (torch's default init, or ``init='kaiming'`` normal)."""
     net = Network(spec).to(dtype)
     if init == "kaiming":
-        for block in net.blocks:
-            nn.init.kaiming_normal_(block.layer.weight, nonlinearity="relu")
-            nn.init.zeros_(block.layer.bias)
+        for layer in weight_layers(net):
+            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+            nn.init.zeros_(layer.bias)
     elif init != "default":
         raise ValueError(f"unknown init '{init}' (default or kaiming)")
     return net

@@ -26,7 +26,7 @@ from cortexkit.tools.pcn import distributed
 from cortexkit.tools.pcn.inference import (METHODS, InferenceConfig, InferenceResult,
                                            binomial_tail, bp_gradients, imbalance,
                                            meta_inference, pc_inference)
-from cortexkit.tools.pcn.network import Network, fan_out_in
+from cortexkit.tools.pcn.network import Network, fan_out_in, weight_layers
 
 
 @dataclass
@@ -86,9 +86,10 @@ def spectral_proxy(weight: torch.Tensor) -> float:
 
 @torch.no_grad()
 def normalize_weights(net: Network, gain: float = 1.0, clip: float | None = None) -> None:
-    """W <- gain * W / ((sqrt(m)+sqrt(n)) std(W)) for every block's weight; biases untouched."""
-    for block in net.blocks:
-        weight = block.layer.weight
+    """W <- gain * W / ((sqrt(m)+sqrt(n)) std(W)) for every weight layer (each convolution of a
+    residual block, its shortcut too); biases untouched."""
+    for layer in weight_layers(net):
+        weight = layer.weight
         m, n = fan_out_in(weight)
         std = weight.std(unbiased=False)
         if std > 0:
@@ -111,13 +112,35 @@ def warmup_cosine(total_steps: int, warmup: float = 0.1) -> Callable[[int], floa
     return factor
 
 
+def sweep_factor(steps: int, rate: float, momentum: float, below: int) -> float:
+    """The fraction of its backprop error that the layer ``below`` layers under the top holds
+    after ``steps`` top-down sweeps (SGD with momentum on d_l - g_l(d_{l+1})), from the scalar
+    chain d_top = 1 with unit feedback: exact for Meta-PCN up to the Jacobians, which every
+    layer applies the same way at the fixed point."""
+    d, velocity = [0.0] * below, [0.0] * below
+    for _ in range(steps):
+        above = 1.0
+        for k in range(below):
+            velocity[k] = momentum * velocity[k] + (d[k] - above)
+            d[k] -= rate * velocity[k]
+            above = d[k]
+    return d[-1] if below else 1.0
+
+
 def depth_warning(depth: int, method: str, cfg: InferenceConfig) -> str | None:
     """A warning when T * eta_x is too small for the depth: information moves one layer per
     Jacobi step, so the bottom layer sees P(Binomial(T, eta_x) >= L - 1) of its BP error."""
     if method == "bp" or depth < 2:
         return None
     if method == "meta-pcn" and cfg.schedule == "sweep":
-        return None if cfg.steps >= 1 else "T = 0 inference steps: the hidden layers get no error"
+        if cfg.steps < 1:
+            return "T = 0 inference steps: the hidden layers get no error"
+        factor = sweep_factor(cfg.steps, cfg.state_lr, cfg.momentum, depth - 1)
+        if factor >= 0.5:
+            return None
+        return (f"{cfg.steps} top-down sweeps at eta_x = {cfg.state_lr:g} are few for {depth} "
+                f"layers (the first layer gets about {factor:.2g} of its backprop error): use "
+                f"--state-lr 1, or raise --steps")
     reach = cfg.steps * cfg.state_lr / max(1e-12, 1 - cfg.momentum)
     if reach >= depth - 1:
         return None
@@ -309,7 +332,7 @@ def logits_of(net: Network, images: torch.Tensor, prep: Preprocess, device=None,
     outs = [net(prep(images[i:i + batch], p.dtype).to(p.device)).cpu()
             for i in range(0, images.shape[0], batch)]
     classes = net.blocks[-1].layer.out_features
-    return torch.cat(outs) if outs else torch.zeros(0, classes, dtype=dtype)
+    return torch.cat(outs) if outs else torch.zeros(0, classes, dtype=p.dtype)
 
 
 def accuracy(net: Network, data: Dataset, prep: Preprocess, device=None) -> tuple[float, float]:
