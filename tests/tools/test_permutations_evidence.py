@@ -3,6 +3,7 @@ model's joint restricted to that row's evidence."""
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -123,3 +124,18 @@ def test_api_sample_with_evidence_and_refusals():
         api.sample(model, api.SampleConfig(num=3), evidence=torch.tensor([[1, 1]]))
     with pytest.raises(CortexError, match="-1 padding only"):
         api.sample(model, api.SampleConfig(num=3), evidence=torch.tensor([[-1, 1]]))
+
+
+def test_one_given_for_every_conditioned_row_is_that_rows_evidence():
+    """``--given`` with ``--items`` is the same evidence on every row: an item-conditioned insertion
+    model takes the order of any subset (relabelled, not refused), exactly as ``--given-file``."""
+    model, _, items = CASES["ar-insertion-items-relabelled"]
+    model = model()
+    given = [3, 1]  # not the first reference items (2, 0)
+    for config in (api.SampleConfig(num=12, strategy="beam", beam_width=24), api.SampleConfig(num=50)):
+        one = api.sample(model, replace(config, given=given), items=items[:2], seed=5)
+        rows = api.sample(model, config, items=items[:2], seed=5, evidence=torch.tensor([given, given]))
+        assert torch.equal(one.orderings, rows.orderings)
+        assert consistent(one.orderings, torch.tensor(given), "insertion").all()
+    with pytest.raises(CortexError, match="--given: row 1"):
+        api.sample(model, api.SampleConfig(num=3, given=[1, 1]), items=items[:2])
