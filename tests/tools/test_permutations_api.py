@@ -93,3 +93,18 @@ def test_group_split_holds_out_whole_groups():
     assert len(set(groups[val].tolist())) == round(43 * 0.2)
     plain_val, _ = N.validation_split(300, 0.2, torch.Generator().manual_seed(0))
     assert set(groups[plain_val].tolist()) & set(groups[train].tolist())  # rows split, users shared
+
+
+def test_group_tensor_of_a_permutations_artifact(tmp_path):
+    """fit --group TENSOR reads a row-aligned integer tensor of a permutations artifact (MovieLens
+    rows carry 'users'); a missing name or a wrong shape is a one-line error."""
+    x = np.stack([np.random.default_rng(i).permutation(4) for i in range(6)]).astype(np.int16)
+    users = np.array([7, 7, 3, 3, 9, 9], dtype=np.int64)
+    write_artifact(tmp_path / "p.st", {"orderings": x, "users": users, "half": users[:3]}, "permutations",
+                   metadata={"permutations.n": "4"})
+    orders = load_orders(str(tmp_path / "p.st"), OrderOptions(group="users"))
+    assert orders.groups.tolist() == users.tolist()
+    with pytest.raises(CortexError, match="--group user: no such tensor"):
+        load_orders(str(tmp_path / "p.st"), OrderOptions(group="user"))
+    with pytest.raises(CortexError, match=r"--group half: expected an integer tensor of shape \(6,\)"):
+        load_orders(str(tmp_path / "p.st"), OrderOptions(group="half"))
