@@ -21,14 +21,14 @@ TOP = torch.tensor([[2, 0, -1, -1], [1, -1, -1, -1], [-1, -1, -1, -1], [3, 1, 2,
 SUBSETS = torch.tensor([[2, 0, -1, -1], [3, -1, -1, -1], [1, 0, -1, -1], [3, 1, 0, -1], [-1, -1, -1, -1]])
 
 
-def ar(representation, vocab=0):
+def ar(representation, vocab=0, mode="ar"):
     torch.manual_seed(1)
     extra = dict(context_vocab=vocab + 1, context_len=n, context_aligned=True) if vocab else {}
-    net = N.PermutationTransformer(N.NetConfig(n, representation, "ar", d_model=16, heads=2, ff=16, **extra))
+    net = N.PermutationTransformer(N.NetConfig(n, representation, mode, d_model=16, heads=2, ff=16, **extra))
     for p in net.parameters():
         p.data.normal_(0, 0.7)
     vocabulary = torch.arange(vocab) * 10 if vocab else None
-    return M.PermutationModel("ar", n, representation, torch.tensor([2, 0, 3, 1]) if representation ==
+    return M.PermutationModel(mode, n, representation, torch.tensor([2, 0, 3, 1]) if representation ==
                               "insertion" else torch.arange(n), net=net.eval(), vocabulary=vocabulary)
 
 
@@ -50,6 +50,8 @@ def consistent(x, given, representation):
 
 CASES = {
     "ar-lehmer": (lambda: ar("lehmer"), TOP, None),
+    "ar-fisher-yates": (lambda: ar("fisher-yates"), TOP, None),
+    "mlm-lehmer-full-nfe": (lambda: ar("lehmer", mode="mlm"), TOP, None),
     "ar-insertion-items-relabelled": (lambda: ar("insertion", 12), SUBSETS,
                                       torch.tensor([[0, 10, 20, 30], [50, 60, 70, 80], [110, 0, 40, 90],
                                                     [30, 20, 10, 0], [70, 80, 90, 100]])),
