@@ -108,3 +108,12 @@ def test_group_tensor_of_a_permutations_artifact(tmp_path):
         load_orders(str(tmp_path / "p.st"), OrderOptions(group="user"))
     with pytest.raises(CortexError, match=r"--group half: expected an integer tensor of shape \(6,\)"):
         load_orders(str(tmp_path / "p.st"), OrderOptions(group="half"))
+
+
+def test_preflib_incomplete_orders_as_evidence_rows():
+    from cortexkit.formats.rankings import read_preflib_partial
+
+    n, given = read_preflib_partial(b"# NUMBER ALTERNATIVES: 3\n2: 2,1\n1: 3,1,2\n1: 3\n", "e.soi")
+    assert n == 3 and given.tolist() == [[1, 0, -1], [1, 0, -1], [2, 0, 1], [2, -1, -1]]
+    with pytest.raises(CortexError, match="item 2 repeats"):
+        read_preflib_partial(b"# NUMBER ALTERNATIVES: 3\n1: 2,2\n", "e.soi")
