@@ -117,3 +117,23 @@ def test_preflib_incomplete_orders_as_evidence_rows():
     assert n == 3 and given.tolist() == [[1, 0, -1], [1, 0, -1], [2, 0, 1], [2, -1, -1]]
     with pytest.raises(CortexError, match="item 2 repeats"):
         read_preflib_partial(b"# NUMBER ALTERNATIVES: 3\n1: 2,2\n", "e.soi")
+
+
+def test_movielens_split_is_by_user_and_local_order_is_training_popularity(tmp_path):
+    """The man page's MovieLens defaults: --split train and --split test hold disjoint users
+    (every row of a user on one side, --draws rows each), and local item k is the k-th most
+    popular of the row's movies counted on training users."""
+    rng = np.random.default_rng(0)
+    lines = [f"{u}\t{i}\t{rng.integers(1, 6)}\t0" for u in range(1, 41)
+             for i in rng.choice(np.arange(1, 13), size=8, replace=False)]
+    (tmp_path / "u.data").write_text("\n".join(lines) + "\n")
+    read = lambda split: load_orders(str(tmp_path / "u.data"), OrderOptions(  # noqa: E731
+        n_items=5, min_ratings=1, split=split, draws=3))
+    train, test = read("train"), read("test")
+    assert not set(train.users.tolist()) & set(test.users.tolist())
+    assert len(set(test.users.tolist())) == 8 and len(test.orderings) == 8 * 3  # 0.2 of 40 users
+    table = np.array([[int(v) for v in line.split()[:2]] for line in lines])
+    counts = {m: int(((table[:, 1] == m) & np.isin(table[:, 0], train.users)).sum()) for m in range(1, 13)}
+    for row in np.concatenate([train.items, test.items]):
+        row = [int(m) for m in row]
+        assert row == sorted(row, key=lambda m: (-counts[m], m))  # ties by movie id
