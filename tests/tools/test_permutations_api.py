@@ -29,7 +29,17 @@ def same_bytes(cli_bytes: bytes, tensors: dict, kind: str, metadata: dict, tmp_p
     return out.read_bytes()
 
 
-def test_fit_and_sample_from_python_give_the_cli_bytes(cli, tmp_path, orders_file):
+@pytest.fixture
+def one_thread():
+    """The CLI fixture runs with OMP_NUM_THREADS=1; identical bytes need the same thread count
+    here too (more threads reduce floats in another order)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_fit_and_sample_from_python_give_the_cli_bytes(cli, tmp_path, orders_file, one_thread):
     args = ["--model", "ar", "--representation", "lehmer", "--epochs", "2", "--d-model", "16",
             "--ff", "16", "--seed", "7"]
     fitted = cli(TOOL, "fit", orders_file, *args, "-o", tmp_path / "m.st")
