@@ -181,10 +181,11 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
               help="--strategy beam: partial codes kept per step (default 16; 1 is greedy).")
 @click.option("--given", default=None, metavar="I,J,...",
               help="Condition on a partial ranking: the top items in order (lehmer, fisher-yates, "
-                   "inline, plackett-luce), or the order of the first r reference items (insertion).")
+                   "inline, plackett-luce), or the order of the first r reference items (insertion; "
+                   "with --items/--context, of any r items). Every row gets the same.")
 @click.option("--given-file", "given_file", default=None, metavar="FILE",
-              help="Per-row evidence: 'given' (rows, r) padded with -1, or a table; one "
-                   "--given per row (with --items/--context: row for row).")
+              help="Per-row evidence: 'given' (rows, r) padded with -1, a table, or PrefLib .soi "
+                   "orders; one --given per row (with --items/--context: row for row).")
 @click.option("--items", "items_file", default=None, metavar="FILE",
               help="Conditional models: rows whose item ids to condition on (permutations artifact "
                    "with 'items', or a rating table); -n samples are drawn for each row.")

@@ -115,6 +115,53 @@ def read_preflib(data: bytes, name: str, partial: str = "error", rng: np.random.
     strict orders and are rejected. ``partial`` decides what happens to incomplete orders:
     ``error``, ``drop`` them, or ``shuffle`` (append the missing items in a random order).
     """
+    n, names, orders, lines, counts = _parse_preflib(data, name)
+    rows, row_lines, notes = [], [], []
+    dropped = 0
+    rng = rng or np.random.default_rng(0)
+    for order, number, count in zip(orders, lines, counts):
+        if len(order) < n:
+            if partial == "error":
+                raise CortexError(f"{name}: line {number} ranks {len(order)} of {n} items; pass "
+                                  "--partial drop or --partial shuffle for incomplete orders")
+            if partial == "drop":
+                dropped += count
+                continue
+            missing = np.array(sorted(set(range(n)) - set(order)))
+            for _ in range(count):
+                rows.append(order + rng.permutation(missing).tolist())
+                row_lines.append(number)
+            continue
+        rows.extend([order] * count)
+        row_lines.extend([number] * count)
+    if dropped:
+        notes.append(f"dropped {dropped} incomplete orders")
+    if not rows:
+        raise CortexError(f"{name}: no complete orders left (all were dropped)")
+    x = np.asarray(rows, dtype=np.int64)
+    check_orderings(x, name, row_lines, what="line")
+    labels = [names.get(k + 1, str(k + 1)) for k in range(n)] if names else None
+    return Orders(x, item_names=labels, notes=notes)
+
+
+def read_preflib_partial(data: bytes, name: str) -> tuple[int, np.ndarray]:
+    """The number of items ``n`` of a PrefLib file (.soi or .soc) and the top items of each of
+    its orders, repeated by its count: ``(rows, r_max)`` int64, 0-based, padded with -1 (per-row
+    evidence)."""
+    n, _, orders, _, counts = _parse_preflib(data, name)
+    counts = [max(0, c) for c in counts]
+    width = max(len(order) for order in orders)
+    out = np.full((sum(counts), width), -1, dtype=np.int64)
+    row = 0
+    for order, count in zip(orders, counts):
+        out[row:row + count, :len(order)] = order
+        row += count
+    return n, out
+
+
+def _parse_preflib(data: bytes, name: str):
+    """``(n, names, orders, line numbers, counts)`` of a PrefLib file, each order checked
+    (items in 1..n, none repeated), complete or not."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -166,38 +213,14 @@ def read_preflib(data: bytes, name: str, partial: str = "error", rng: np.random.
         raise CortexError(f"{name}: no '# NUMBER ALTERNATIVES: n' header")
     if not orders:
         raise CortexError(f"{name}: holds no orders")
-    rows, row_lines, notes = [], [], []
-    dropped = 0
-    rng = rng or np.random.default_rng(0)
-    for order, number, count in zip(orders, lines, counts):
+    for order, number in zip(orders, lines):
         bad = [v for v in order if not 0 <= v < n]
         if bad:
             raise CortexError(f"{name}: line {number} has item {bad[0] + 1} outside 1..{n}")
         if len(set(order)) != len(order):
             dup = next(v for v in order if order.count(v) > 1)
             raise CortexError(f"{name}: line {number} is not a permutation: item {dup + 1} repeats")
-        if len(order) < n:
-            if partial == "error":
-                raise CortexError(f"{name}: line {number} ranks {len(order)} of {n} items; pass "
-                                  "--partial drop or --partial shuffle for incomplete orders")
-            if partial == "drop":
-                dropped += count
-                continue
-            missing = np.array(sorted(set(range(n)) - set(order)))
-            for _ in range(count):
-                rows.append(order + rng.permutation(missing).tolist())
-                row_lines.append(number)
-            continue
-        rows.extend([order] * count)
-        row_lines.extend([number] * count)
-    if dropped:
-        notes.append(f"dropped {dropped} incomplete orders")
-    if not rows:
-        raise CortexError(f"{name}: no complete orders left (all were dropped)")
-    x = np.asarray(rows, dtype=np.int64)
-    check_orderings(x, name, row_lines, what="line")
-    labels = [names.get(k + 1, str(k + 1)) for k in range(n)] if names else None
-    return Orders(x, item_names=labels, notes=notes)
+    return n, names, orders, lines, counts
 
 
 # ----------------------------------------------------------------------------------------------

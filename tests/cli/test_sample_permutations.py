@@ -201,6 +201,12 @@ def test_conditional_model_on_rating_table(cli, tmp_path, one_line_error):
     assert out["orderings"].shape == (24, 5) and out["items"].shape == (24, 5)
     pos = np.argsort(out["orderings"], axis=1)
     assert (pos[:, 1] < pos[:, 0]).all()  # insertion prefix: item 1 before item 0
+    # any two of the row's items, not the first reference items: relabelled inside, not refused
+    s = cli(TOOL, "sample", model, "--items", data, *common, "--split", "test", "-n", "3", "--given", "3,1", "-v")
+    assert s.returncode == 0, s.stderr
+    assert "24 permutations in" in s.stderr and "us per digit" in s.stderr  # -v: its own throughput
+    pos = np.argsort(load(s.stdout)["orderings"], axis=1)
+    assert (pos[:, 3] < pos[:, 1]).all()
     one_line_error(cli(TOOL, "sample", model, "-o", tmp_path / "x.st"), f"{TOOL} sample", "--items")
     plain = write_text(tmp_path / "p.txt", [[0, 1, 2, 3, 4]])
     one_line_error(cli(TOOL, "score", model, plain), f"{TOOL} score", "item ids")

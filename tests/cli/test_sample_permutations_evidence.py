@@ -86,6 +86,13 @@ def test_mallows_rows_of_a_csv_with_empty_padding(cli, data):
     assert proc.returncode == 0, proc.stderr
     lp = joint(cli, model, data)
     check_rows(load((data / "best.st").read_bytes()), rows, 2, [lp] * 3, top_consistent)
+    # the same rows as PrefLib incomplete orders (1-based, each order's top items)
+    (data / "ev.soi").write_text("# NUMBER ALTERNATIVES: 4\n1: 3,1\n1: 2,4\n1: 4,3\n")
+    proc = cli(TOOL, "sample", model, "--given-file", data / "ev.soi", "--strategy", "beam",
+               "--beam-width", 24, "-n", 2, "-o", data / "best_soi.st")
+    assert proc.returncode == 0, proc.stderr
+    a, b = load((data / "best.st").read_bytes()), load((data / "best_soi.st").read_bytes())
+    assert all(np.array_equal(a[k], b[k]) for k in ("orderings", "log_likelihood"))
 
 
 def test_ar_lehmer_rows_sum_to_one_and_draws_follow_them(cli, data):
@@ -148,7 +155,8 @@ def test_bad_evidence_is_one_line_and_writes_nothing(cli, data, one_line_error, 
     model = fit(cli, data, "mallows", data / "train.txt", "--model", "mallows", "--reference", "borda")
     cases = {"dup.csv": ("a,b\n1,1\n", "repeats an item"), "range.csv": ("a,b\n1,7\n", "items 0..3"),
              "gap.csv": ("a,b\n-1,2\n", "-1 padding only"), "frac.csv": ("a,b\n1,0.5\n", "not an item index"),
-             "empty.csv": ("", "empty input")}
+             "empty.csv": ("", "empty input"),
+             "five.soi": ("# NUMBER ALTERNATIVES: 5\n1: 1\n", "orders of 5 items")}
     for name, (text, words) in cases.items():
         (tmp_path / name).write_text(text)
         proc = cli(TOOL, "sample", model, "--given-file", tmp_path / name, "-o", tmp_path / "x.st")

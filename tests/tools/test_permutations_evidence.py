@@ -3,6 +3,7 @@ model's joint restricted to that row's evidence."""
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -20,14 +21,14 @@ TOP = torch.tensor([[2, 0, -1, -1], [1, -1, -1, -1], [-1, -1, -1, -1], [3, 1, 2,
 SUBSETS = torch.tensor([[2, 0, -1, -1], [3, -1, -1, -1], [1, 0, -1, -1], [3, 1, 0, -1], [-1, -1, -1, -1]])
 
 
-def ar(representation, vocab=0):
+def ar(representation, vocab=0, mode="ar"):
     torch.manual_seed(1)
     extra = dict(context_vocab=vocab + 1, context_len=n, context_aligned=True) if vocab else {}
-    net = N.PermutationTransformer(N.NetConfig(n, representation, "ar", d_model=16, heads=2, ff=16, **extra))
+    net = N.PermutationTransformer(N.NetConfig(n, representation, mode, d_model=16, heads=2, ff=16, **extra))
     for p in net.parameters():
         p.data.normal_(0, 0.7)
     vocabulary = torch.arange(vocab) * 10 if vocab else None
-    return M.PermutationModel("ar", n, representation, torch.tensor([2, 0, 3, 1]) if representation ==
+    return M.PermutationModel(mode, n, representation, torch.tensor([2, 0, 3, 1]) if representation ==
                               "insertion" else torch.arange(n), net=net.eval(), vocabulary=vocabulary)
 
 
@@ -49,6 +50,8 @@ def consistent(x, given, representation):
 
 CASES = {
     "ar-lehmer": (lambda: ar("lehmer"), TOP, None),
+    "ar-fisher-yates": (lambda: ar("fisher-yates"), TOP, None),
+    "mlm-lehmer-full-nfe": (lambda: ar("lehmer", mode="mlm"), TOP, None),
     "ar-insertion-items-relabelled": (lambda: ar("insertion", 12), SUBSETS,
                                       torch.tensor([[0, 10, 20, 30], [50, 60, 70, 80], [110, 0, 40, 90],
                                                     [30, 20, 10, 0], [70, 80, 90, 100]])),
@@ -123,3 +126,18 @@ def test_api_sample_with_evidence_and_refusals():
         api.sample(model, api.SampleConfig(num=3), evidence=torch.tensor([[1, 1]]))
     with pytest.raises(CortexError, match="-1 padding only"):
         api.sample(model, api.SampleConfig(num=3), evidence=torch.tensor([[-1, 1]]))
+
+
+def test_one_given_for_every_conditioned_row_is_that_rows_evidence():
+    """``--given`` with ``--items`` is the same evidence on every row: an item-conditioned insertion
+    model takes the order of any subset (relabelled, not refused), exactly as ``--given-file``."""
+    model, _, items = CASES["ar-insertion-items-relabelled"]
+    model = model()
+    given = [3, 1]  # not the first reference items (2, 0)
+    for config in (api.SampleConfig(num=12, strategy="beam", beam_width=24), api.SampleConfig(num=50)):
+        one = api.sample(model, replace(config, given=given), items=items[:2], seed=5)
+        rows = api.sample(model, config, items=items[:2], seed=5, evidence=torch.tensor([given, given]))
+        assert torch.equal(one.orderings, rows.orderings)
+        assert consistent(one.orderings, torch.tensor(given), "insertion").all()
+    with pytest.raises(CortexError, match="--given: row 1"):
+        api.sample(model, api.SampleConfig(num=3, given=[1, 1]), items=items[:2])

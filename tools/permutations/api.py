@@ -328,19 +328,28 @@ def check_sample(model: M.PermutationModel, config: SampleConfig, items_given: b
 
 def sample(model: M.PermutationModel, config: SampleConfig, *, items: torch.Tensor | None = None,
            context: torch.Tensor | None = None, seed: int | None = 0,
-           evidence: torch.Tensor | None = None) -> Sampled:
+           evidence: torch.Tensor | None = None, evidence_source: str = "--given-file") -> Sampled:
     """Draw (or search for the best) orderings of ``model``.
 
     ``items`` ``(rows, n)`` (item-conditioned models) or ``context`` ``(rows, m, d)`` (feature
     models): ``config.per_row`` orderings per row, rows in order. Searches also return the exact
-    log-likelihood of each ordering found (best first within a row).
+    log-likelihood of each ordering found (best first within a row). ``config.given`` with
+    ``items`` or ``context`` is the same evidence for every row (:func:`sample_evidence`), so an
+    insertion model conditioned on its rows takes the order of any subset of items, not only the
+    first reference items.
     """
     given = None if config.given is None else torch.tensor(config.given, dtype=torch.int64)
     check_sample(model, config, items is not None)
+    if given is not None and evidence is None and (items is not None or context is not None):
+        rows = len(items if items is not None else context)
+        return sample(model, replace(config, given=None), items=items, context=context, seed=seed,
+                      evidence=given[None].repeat(rows, 1), evidence_source="--given")
     if config.strategy == "mbr":
-        return sample_mbr(model, config, items=items, context=context, seed=seed, evidence=evidence)
+        return sample_mbr(model, config, items=items, context=context, seed=seed, evidence=evidence,
+                          evidence_source=evidence_source)
     if evidence is not None:
-        return sample_evidence(model, config, evidence, items=items, context=context, seed=seed)
+        return sample_evidence(model, config, evidence, items=items, context=context, seed=seed,
+                               source=evidence_source)
     num = config.total
     if items is not None and config.strategy == "sample":
         items = items.repeat_interleave(num, 0)
@@ -373,7 +382,7 @@ def sample(model: M.PermutationModel, config: SampleConfig, *, items: torch.Tens
 
 def sample_mbr(model: M.PermutationModel, config: SampleConfig, *, items: torch.Tensor | None = None,
                context: torch.Tensor | None = None, seed: int | None = 0,
-               evidence: torch.Tensor | None = None) -> Sampled:
+               evidence: torch.Tensor | None = None, evidence_source: str = "--given-file") -> Sampled:
     """``--strategy mbr``: ``config.mbr_samples`` draws per row (exactly the draws of
     ``--strategy sample -n S`` with the same seed), then per row the ordering maximising the
     samples' mean metric (:func:`mbr.decode`); ``expected_metric`` ``(rows,)`` is that mean."""
@@ -382,7 +391,8 @@ def sample_mbr(model: M.PermutationModel, config: SampleConfig, *, items: torch.
     metric = mbr.parse_metric(config.metric)
     draws = replace(config, strategy="sample", num=config.mbr_samples, metric=None, mbr_samples=None)
     began = time.perf_counter()
-    out = sample(model, draws, items=items, context=context, seed=seed, evidence=evidence)
+    out = sample(model, draws, items=items, context=context, seed=seed, evidence=evidence,
+                 evidence_source=evidence_source)
     count = config.mbr_samples
     samples = out.orderings.numpy().reshape(-1, count, model.n)
     decision = mbr.decode(samples, metric)

@@ -66,12 +66,14 @@ def load_rows(model: PermutationModel, source, options: OrderOptions,
 
 def read_evidence(source, n: int) -> torch.Tensor:
     """Per-row evidence ``(rows, r)`` int64 padded with -1 (``sample --given-file``), checked
-    against ``n`` before any work: a safetensors file (any kind) holding a ``given`` tensor, or a
-    table (CSV, NPY, NPZ, table artifact) of integers, one row per line, -1 (or, in CSV, an
-    empty cell) after the revealed items."""
+    against ``n`` before any work: a safetensors file (any kind) holding a ``given`` tensor, a
+    PrefLib file of (incomplete) strict orders (.soi: each order's items on top, one row per
+    voter), or a table (CSV, NPY, NPZ, table artifact) of integers, one row per line, -1 (or, in
+    CSV, an empty cell) after the revealed items."""
     import numpy as np
 
     from cortexkit.formats import tables as raw
+    from cortexkit.formats.rankings import read_preflib_partial, sniff_orders
     from cortexkit.formats.stdio import display_name, read_bytes
     from cortexkit.formats.table import parse_table
     from cortexkit.tools.permutations import evidence as E
@@ -90,6 +92,10 @@ def read_evidence(source, n: int) -> torch.Tensor:
             if given.dtype.kind not in "iu" or given.ndim not in (1, 2):
                 raise CortexError(f"{name}: 'given' must be an integer tensor (rows, r) padded with -1, "
                                   f"got {given.dtype} of shape {list(given.shape)}")
+    if given is None and sniff_orders(data, name) == "preflib":  # .soi: each order's top items
+        items, given = read_preflib_partial(data, name)
+        if items != n:
+            raise CortexError(f"{name}: orders of {items} items, the model is for n = {n}")
     if given is None:
         table = parse_table(data, name)
         x = table.matrix(dtype=np.float64, finite=False)
