@@ -164,3 +164,43 @@ def test_windows_strides_and_majority_labels(shared_data):
     # the label covering most of the window wins
     first = rec.annotations[0]
     assert eeg.window_label(rec, first[0] + first[1] - 1.0, 4.0) == rec.annotations[1][2]
+
+
+def _eeglab_set(path, data_uv, sfreq, names, event):
+    """A minimal single-trial EEGLAB .set (MATLAB v5, data inline, microvolts) with one event
+    ``(type, latency in 1-based samples, duration in samples)``."""
+    from scipy.io import savemat
+
+    chanlocs = np.zeros((len(names),), dtype=[("labels", object)])
+    for i, name in enumerate(names):
+        chanlocs[i]["labels"] = name
+    events = np.zeros((1,), dtype=[("type", object), ("latency", object), ("duration", object)])
+    events[0] = event
+    n = data_uv.shape[1]
+    savemat(path, {"EEG": dict(nbchan=float(len(names)), pnts=float(n), trials=1.0, srate=sfreq,
+                               xmin=0.0, xmax=(n - 1) / sfreq, data=data_uv.astype(np.float32),
+                               chanlocs=chanlocs, event=events, epoch=np.array([]),
+                               icawinv=np.array([]), icasphere=np.array([]),
+                               icaweights=np.array([]), ref="common")},
+            appendmat=False, oned_as="row")
+
+
+def test_eeglab_set_reads_in_microvolts_with_its_events(tmp_path):
+    """EEGLAB stores microvolts; through MNE and the convention a 50 uV sine is 0.5 (100 uV units)
+    and its event is a window label (no EEGLAB file in the shared data, so one is written here)."""
+    names = ["Fp1", "Fp2", "C3", "C4", "O1", "O2"]
+    t = np.arange(250 * 10) / 250.0
+    data = np.stack([50 * np.sin(2 * np.pi * 10 * t + i) for i in range(len(names))])
+    path = tmp_path / "rec.set"
+    _eeglab_set(path, data, 250.0, names, ("eyes", 251.0, 500.0))
+    prep = eeg.Preprocessing(channels=eeg.parse_channels("FP1,FP2,C3,C4,O1,O2"), patches=4)
+    rec = eeg.load(str(path), prep)
+    assert rec.data.shape == (6, 2000) and rec.sfreq_in == 250.0
+    middle = rec.data[0, 400:-400]
+    spectrum = np.abs(np.fft.rfft(middle)) * 2 / len(middle)
+    freqs = np.fft.rfftfreq(len(middle), 1 / 200.0)
+    assert spectrum[np.argmin(abs(freqs - 10))] == pytest.approx(0.5, rel=0.03)
+    assert rec.annotations == [(pytest.approx(1.0), pytest.approx(2.0), "eyes")]
+    assert eeg.window_label(rec, 0.0, 4.0) == "eyes"
+    with pytest.raises(CortexError, match=r"missing channel\(s\) F3"):
+        eeg.load(str(path), eeg.Preprocessing(patches=4))
