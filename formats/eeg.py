@@ -318,19 +318,22 @@ def high_amplitude(x: np.ndarray, preprocessing: Preprocessing) -> np.ndarray:
 
 def is_artifact_of_kind(path: str, kind: str) -> bool:
     """Whether ``path`` is a safetensors artifact of ``kind``, read from its header alone (the
-    tensors are not loaded): lets one argument take either recordings or an artifact."""
+    tensors are not loaded): lets one argument take either recordings or an artifact. The bytes
+    decide, not the suffix: artifacts are often named ``.st`` or nothing at all."""
     import json
     import struct
     from pathlib import Path
 
-    if Path(path).suffix.lower() != ".safetensors" or not Path(path).is_file():
+    if not Path(path).is_file():
         return False
     with open(path, "rb") as handle:
         raw = handle.read(8)
         size = struct.unpack("<Q", raw)[0] if len(raw) == 8 else 0
+        if not 2 <= size <= min(100 << 20, Path(path).stat().st_size - 8):
+            return False  # EDF/BDF/FIF/... headers read as a length are far off
         try:
-            header = json.loads(handle.read(min(size, 100 << 20)))
-        except ValueError:
+            header = json.loads(handle.read(size))
+        except ValueError:  # UnicodeDecodeError too
             return False
     return isinstance(header, dict) and \
         (header.get("__metadata__") or {}).get("cortexkit.kind") == kind

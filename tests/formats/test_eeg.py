@@ -204,3 +204,18 @@ def test_eeglab_set_reads_in_microvolts_with_its_events(tmp_path):
     assert eeg.window_label(rec, 0.0, 4.0) == "eyes"
     with pytest.raises(CortexError, match=r"missing channel\(s\) F3"):
         eeg.load(str(path), eeg.Preprocessing(patches=4))
+
+
+def test_artifact_kind_is_read_from_the_bytes_not_the_suffix(shared_data, tmp_path):
+    """features takes tokens or recordings in one argument: a tokens artifact named .st (or with
+    no suffix) is still an artifact, and EDF/NPY/BrainVision files never are."""
+    from cortexkit.formats.artifact import write_artifact
+
+    for name in ("tokens.safetensors", "tokens.st", "tokens"):
+        write_artifact(tmp_path / name, {"token_f": np.zeros((1, 2, 3), np.int16)}, "eeg-tokens")
+        assert eeg.is_artifact_of_kind(str(tmp_path / name), "eeg-tokens")
+        assert not eeg.is_artifact_of_kind(str(tmp_path / name), "eeg-tokenizer")
+    np.save(tmp_path / "a.npy", np.zeros((2, 3)))
+    for path in (shared_data / MNE_DATA / "test.edf", shared_data / MNE_DATA / "test.vhdr",
+                 tmp_path / "a.npy", tmp_path / "absent.st"):
+        assert not eeg.is_artifact_of_kind(str(path), "eeg-tokens")
