@@ -105,6 +105,23 @@ def test_eval_mode_never_moves_the_codebook_and_loss_is_commitment_only():
     assert z.grad is not None and z.grad.abs().sum() > 0
 
 
+def test_quantizer_stays_float32_under_bf16_autocast():
+    """Mixed precision keeps the quantizers in fp32 (the paper's recipe): a bf16 input from an
+    autocast region is quantized, compared and EMA-updated in float32, with fp32's result."""
+    torch.manual_seed(6)
+    fp32 = NormEMAQuantizer(512, 8).train()
+    mixed = NormEMAQuantizer(512, 8).train()
+    mixed.load_state_dict(fp32.state_dict())
+    z = torch.randn(4096, 8).bfloat16()  # 512 codes in 8 dims: near ties a bf16 search would flip
+    ref_q, ref_loss, ref_idx = fp32(z.float())
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        z_q, loss, idx = mixed(z)
+    assert z_q.dtype == loss.dtype == mixed.embedding.dtype == torch.float32
+    assert torch.equal(idx, ref_idx)
+    torch.testing.assert_close(mixed.embedding, fp32.embedding, rtol=0, atol=0)
+    torch.testing.assert_close(loss, ref_loss)
+
+
 def test_kmeans_init_and_dead_code_restart():
     torch.manual_seed(5)
     centres = l2norm(torch.randn(4, 6))
