@@ -219,3 +219,24 @@ def test_artifact_kind_is_read_from_the_bytes_not_the_suffix(shared_data, tmp_pa
     for path in (shared_data / MNE_DATA / "test.edf", shared_data / MNE_DATA / "test.vhdr",
                  tmp_path / "a.npy", tmp_path / "absent.st"):
         assert not eeg.is_artifact_of_kind(str(path), "eeg-tokens")
+
+
+def test_windows_stream_one_recording_and_one_batch_at_a_time():
+    """Long recordings stream: the first batch comes out before the second recording is read,
+    and a batch holds at most batch_size windows (never the whole recording's)."""
+    prep = eeg.Preprocessing(channels=["C3"], patches=2)
+    read = []
+
+    def recordings():
+        for i in range(2):
+            read.append(i)
+            data = np.arange(200 * 40, dtype=np.float32)[None] + i  # 20 windows of 2 s
+            yield eeg.Recording(f"r{i}", data, 200.0, ["C3"], 75.0, [])
+
+    batches = eeg.iter_windows(recordings(), prep, None, 3)
+    first = next(batches)
+    assert read == [0] and first.x.shape == (3, 1, 2, 200)
+    rest = list(batches)
+    assert read == [0, 1] and max(len(b.x) for b in rest) == 3
+    assert sum(len(b.x) for b in [first, *rest]) == 40
+    assert [b.source_index for b in rest][-1] == 1 and rest[-1].x[-1, 0, -1, -1] == 200 * 40 - 1 + 1
