@@ -219,6 +219,14 @@ def test_artifact_kind_is_read_from_the_bytes_not_the_suffix(shared_data, tmp_pa
     for path in (shared_data / MNE_DATA / "test.edf", shared_data / MNE_DATA / "test.vhdr",
                  tmp_path / "a.npy", tmp_path / "absent.st"):
         assert not eeg.is_artifact_of_kind(str(path), "eeg-tokens")
+        assert eeg.artifact_kind(path) is None
+    # as a recording, any artifact name gives the artifact's own error, not MNE's "file type"
+    prep = eeg.Preprocessing(channels=["C3", "CZ", "C4"], patches=4)
+    with pytest.raises(CortexError, match="'eeg-tokens' artifact is not a recording"):
+        eeg.load(str(tmp_path / "tokens.st"), prep, sfreq=250, channel_names=["C3", "CZ", "C4"])
+    write_artifact(tmp_path / "rec.st", {"data": np.load(sine_recording(tmp_path))}, "eeg-signal")
+    rec = eeg.load(str(tmp_path / "rec.st"), prep, sfreq=250, channel_names=["C3", "CZ", "C4"])
+    assert rec.data.shape == (3, 12 * 200)
 
 
 def test_windows_stream_one_recording_and_one_batch_at_a_time():
