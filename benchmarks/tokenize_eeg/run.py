@@ -397,7 +397,8 @@ def main():
     parser.add_argument("--speed-batch", type=int, default=8)
     parser.add_argument("--speed-worker", type=int, default=0)
     parser.add_argument("--device", default="cpu", help="training and evaluation device")
-    parser.add_argument("--cache", default=None, help="NPZ of the recon windows (read if present, else written)")
+    parser.add_argument("--cache", default=None,
+                        help="NPZ of the recon windows (read if present, else written)")
     parser.add_argument("--no-floor", action="store_true", help="skip the k-means floor (no sklearn)")
     parser.add_argument("--save-models", default=None, help="folder to write the trained tokenizers to")
     parser.add_argument("--load-models", default=None, help="folder of --save-models: evaluate, no training")
