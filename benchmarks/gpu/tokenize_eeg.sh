@@ -7,6 +7,8 @@
 # it is deterministic (results/floor.yaml: time 0.541, amplitude 0.368 / linear 0.0745).
 # ~4 min on an H200 for PRESET=small EPOCHS=400 (estimate: 2 x 3,600 steps of batch 32, 77 tokens).
 #   OUT=gpu-out PRESET=small EPOCHS=400 bash benchmarks/gpu/tokenize_eeg.sh
+# Carry only what it reads (.gpu/ whole is ~62 MB with the CIFAR subset, at the 64 MiB limit):
+#   carry [".gpu/eeg_windows.npz", ".gpu/cortexkit-<version>-py3-none-any.whl"] (24 MB + the wheel)
 set -uo pipefail
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .gpu/*.whl || exit 1
