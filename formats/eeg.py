@@ -156,7 +156,7 @@ def read_raw(source: str | os.PathLike, *, sfreq: float | None = None,
     if units is not None and units not in UNIT_SCALE:
         raise CortexError(f"--units {units!r}: use one of {', '.join(UNIT_SCALE)}")
     suffix = path.suffix.lower()
-    if suffix in ARRAY_SUFFIXES:
+    if suffix in ARRAY_SUFFIXES or artifact_kind(path) is not None:
         array = _read_array(path)
         if sfreq is None or not channel_names:
             raise CortexError(f"{path}: an array recording needs --sfreq and --channel-names")
@@ -316,24 +316,34 @@ def high_amplitude(x: np.ndarray, preprocessing: Preprocessing) -> np.ndarray:
     return np.abs(x).reshape(len(x), -1).max(axis=1) >= limit
 
 
-def is_artifact_of_kind(path: str, kind: str) -> bool:
-    """Whether ``path`` is a safetensors artifact of ``kind``, read from its header alone (the
-    tensors are not loaded): lets one argument take either recordings or an artifact."""
+def artifact_kind(path: str | os.PathLike) -> str | None:
+    """The ``cortexkit.kind`` of a safetensors file ('' when it has none), or None when ``path``
+    is not a safetensors file; read from the header alone (the tensors are not loaded). The bytes
+    decide, not the suffix: artifacts are often named ``.st`` or nothing at all."""
     import json
     import struct
-    from pathlib import Path
 
-    if Path(path).suffix.lower() != ".safetensors" or not Path(path).is_file():
-        return False
+    path = Path(path)
+    if not path.is_file():
+        return None
     with open(path, "rb") as handle:
         raw = handle.read(8)
         size = struct.unpack("<Q", raw)[0] if len(raw) == 8 else 0
+        if not 2 <= size <= min(100 << 20, path.stat().st_size - 8):
+            return None  # EDF/BDF/FIF/... headers read as a length are far off
         try:
-            header = json.loads(handle.read(min(size, 100 << 20)))
-        except ValueError:
-            return False
-    return isinstance(header, dict) and \
-        (header.get("__metadata__") or {}).get("cortexkit.kind") == kind
+            header = json.loads(handle.read(size))
+        except ValueError:  # UnicodeDecodeError too
+            return None
+    if not isinstance(header, dict):
+        return None
+    return str((header.get("__metadata__") or {}).get("cortexkit.kind") or "")
+
+
+def is_artifact_of_kind(path: str, kind: str) -> bool:
+    """Whether ``path`` is a safetensors artifact of ``kind`` (lets one argument take either
+    recordings or an artifact)."""
+    return artifact_kind(path) == kind
 
 
 def collect_windows(recordings, prep: "Preprocessing", stride: float | None = None,

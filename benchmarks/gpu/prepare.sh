@@ -16,4 +16,6 @@ head = ",".join(f"c{j}" for j in range(10))
 for name, a in (("train", train), ("test", test)):
     np.savetxt(f".gpu/magic_{name}.csv", a, delimiter=",", header=head, comments="", fmt="%.10g")
 PY
+# tokenize-eeg: the recon windows through MNE here (benchmarks/gpu/tokenize_eeg.sh reads them there)
+python benchmarks/tokenize_eeg/run.py --part cache --cache .gpu/eeg_windows.npz --out .gpu/eeg_cache.yaml
 ls -la .gpu

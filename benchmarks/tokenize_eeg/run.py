@@ -4,9 +4,13 @@
         [--preset tiny] [--epochs 30] [--codebook-size 1024] [--out benchmarks/tokenize_eeg/results/run.yaml]
 
 Parts:
+* cache: only write the recon windows to --cache (an NPZ; benchmarks/gpu/prepare.sh).
+* floor: the k-means floor alone (also inside recon).
 * recon: TFDual (ours) and the one-codebook frequency-only ablation trained on R01-R10, evaluated
   on R11-R14, against a k-means floor (k-means on raw patches and on log|rfft|, same K, same split,
-  same NMSE definitions as cortexkit.tools.eeg.analysis) fitted in the same run; codebook usage,
+  same NMSE definitions as cortexkit.tools.eeg.analysis) fitted in the same run; two more amplitude
+  floors: k-means on |rfft| (not log) and k-means given TFDual's side information (per-window
+  amplitude mean and std, what amplitude_nmse un-standardises with); codebook usage,
   perplexity, joint pairs, mutual information.
 * probe: logistic regression (standardised, C=0.1) on per-window features (token histograms +
   mean quantized vectors, cortexkit.tools.eeg.api.features = what `tokenize-eeg features` writes)
@@ -74,10 +78,44 @@ def kmeans_floor(train, test, k, seed):
     amp = np.abs(np.fft.rfft(test_p, axis=-1))
     centred = test_p - test_p.mean(-1, keepdims=True)
     tok_t = km_t.predict(test_p)
+    amp_var = ((amp - amp.mean(-1, keepdims=True)) ** 2).sum()
+    # k-means on |rfft| itself (no log): the squared error NMSE measures, no side information
+    km_l = KMeans(k, n_init=1, max_iter=50, random_state=seed).fit(np.abs(np.fft.rfft(patches, axis=-1)))
+    amp_lin = km_l.cluster_centers_[km_l.predict(amp)]
+    # the side information TFDual's amplitude_nmse gets: each window's mean and std of its
+    # full-FFT amplitude (the decoder predicts the per-window standardised amplitude); k-means on
+    # the standardised amplitudes, brought back with the same two numbers per window
+    km_s = KMeans(k, n_init=1, max_iter=50, random_state=seed).fit(_standardised_amplitude(train)[0])
+    test_std, mean, std = _standardised_amplitude(test)
+    amp_side = (km_s.cluster_centers_[km_s.predict(test_std)].reshape(test.shape) * std + mean)
+    amp_side = amp_side.reshape(-1, test.shape[-1])[:, :amp.shape[-1]]
     return {"time_nmse": float(((rec_t - test_p) ** 2).sum() / (centred ** 2).sum()),
-            "amplitude_nmse": float(((amp_hat - amp) ** 2).sum()
-                                    / ((amp - amp.mean(-1, keepdims=True)) ** 2).sum()),
+            "amplitude_nmse": float(((amp_hat - amp) ** 2).sum() / amp_var),
+            "amplitude_nmse_linear": float(((amp_lin - amp) ** 2).sum() / amp_var),
+            "amplitude_nmse_window_scaled": float(((amp_side - amp) ** 2).sum() / amp_var),
             "codebooks": codebook_health(tok_t, tok_f, k)}
+
+
+def _standardised_amplitude(x):
+    """|FFT_L| of windows x (N, C, P, L) standardised per window over (C, P, L), unbiased std, as
+    the frequency decoder's target -> (patches (N*C*P, L), mean (N,1,1,1), std (N,1,1,1))."""
+    amp = np.abs(np.fft.fft(x.astype(np.float64), axis=-1))
+    mean = amp.mean(axis=(1, 2, 3), keepdims=True)
+    std = amp.std(axis=(1, 2, 3), keepdims=True, ddof=1)
+    return ((amp - mean) / std).reshape(-1, x.shape[-1]), mean, std
+
+
+def floor_part(args, log):
+    """The k-means floor alone (seconds, not the tokenizers' minutes): same split and seed as
+    recon, so its numbers are the floor of every recon run."""
+    prep = eeg.Preprocessing(patches=args.patches)
+    train, _ = windows(TRAIN_RUNS, prep)
+    test, _ = windows(TEST_RUNS, prep)
+    t0 = time.time()
+    out = kmeans_floor(train, test, args.codebook_size, args.seed)
+    out["seconds"] = time.time() - t0
+    log(f"floor: {out}")
+    return out
 
 
 def train_tokenizer(train, args, codebooks, log):
@@ -87,35 +125,86 @@ def train_tokenizer(train, args, codebooks, log):
     tc = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                      warmup_epochs=max(1, args.epochs // 10))
     start = time.time()
-    model, history = api.fit(train, config, tc, seed=args.seed,
+    model, history = api.fit(train, config, tc, seed=args.seed, device=args.device,
                              on_epoch=lambda e, r: log(f"  {codebooks} epoch {e}: total {r['total']:.3f}"))
     return model, history, time.time() - start
 
 
-def recon_part(args, log):
-    prep = eeg.Preprocessing(patches=args.patches)
+def recon_windows(args, prep):
+    """Train and test windows (N, 19, P, 200): through MNE, or from ``--cache`` (an NPZ written by
+    an earlier run, so a device machine without MNE trains on the same windows)."""
+    if args.cache and Path(args.cache).is_file():
+        with np.load(args.cache) as cached:
+            return cached["train"], cached["test"]
     train, _ = windows(TRAIN_RUNS, prep)
     test, _ = windows(TEST_RUNS, prep)
+    if args.cache:
+        np.savez(args.cache, train=train, test=test)
+    return train, test
+
+
+def trained_models(train, args, log):
+    """{codebooks: (model, history, seconds)}: trained here, or read from ``--load-models`` (what
+    ``--save-models`` wrote, e.g. on a device machine); saved to ``--save-models``."""
+    import json
+
+    from safetensors.torch import load_file, save_file
+
+    from cortexkit.tools.eeg.model import TokenizerConfig
+
+    out = {}
+    for codebooks in ("dual", "frequency"):
+        if args.load_models:
+            folder = Path(args.load_models)
+            meta = json.loads((folder / f"{codebooks}.json").read_text())
+            model = api.from_state(TokenizerConfig.from_dict(meta["config"]),
+                                   load_file(str(folder / f"{codebooks}.safetensors")))
+            out[codebooks] = (model, meta["history"], meta["seconds"])
+            continue
+        model, history, seconds = train_tokenizer(train, args, codebooks, log)
+        out[codebooks] = (model, history, seconds)
+        if args.save_models:
+            folder = Path(args.save_models)
+            folder.mkdir(parents=True, exist_ok=True)
+            save_file(api.state_tensors(model), str(folder / f"{codebooks}.safetensors"))
+            (folder / f"{codebooks}.json").write_text(json.dumps(
+                {"config": model.config.to_dict(), "history": history, "seconds": seconds,
+                 "device": args.device, "command": " ".join(sys.argv)}))
+    return out
+
+
+def recon_part(args, log):
+    prep = eeg.Preprocessing(patches=args.patches)
+    train, test = recon_windows(args, prep)
     log(f"recon: {len(train)} train windows, {len(test)} test windows of {prep.window_seconds:g} s")
     out = {"train_windows": len(train), "test_windows": len(test),
            "high_amplitude_share_train": float(eeg.high_amplitude(train, prep).mean())}
-    t0 = time.time()
-    out["kmeans_floor"] = kmeans_floor(train, test, args.codebook_size, args.seed)
-    out["kmeans_floor"]["seconds"] = time.time() - t0
+    if not args.no_floor:
+        t0 = time.time()
+        out["kmeans_floor"] = kmeans_floor(train, test, args.codebook_size, args.seed)
+        out["kmeans_floor"]["seconds"] = time.time() - t0
     models = {}
-    for codebooks in ("dual", "frequency"):
-        model, history, seconds = train_tokenizer(train, args, codebooks, log)
-        report = api.evaluate(model, (Batch(test[i:i + 32]) for i in range(0, len(test), 32)))
+    device = args.device if not args.load_models else "cpu"
+    for codebooks, (model, history, seconds) in trained_models(train, args, log).items():
+        model.to(device)
+        report = api.evaluate(model, (Batch(test[i:i + 32]) for i in range(0, len(test), 32)),
+                              device=device)
         # the same metrics on the training windows: underfitting (train ~ test) or overfitting
         report["train_reconstruction"] = api.evaluate(
-            model, (Batch(train[i:i + 32]) for i in range(0, len(train), 32)))["reconstruction"]
+            model, (Batch(train[i:i + 32]) for i in range(0, len(train), 32)),
+            device=device)["reconstruction"]
+        model.cpu()  # the probe's features look codes up on the CPU
         report.update(train_seconds=seconds, final_loss={k: v for k, v in history[-1].items()
                                                          if not k.startswith("codebook")})
         out["tfdual" if codebooks == "dual" else "frequency_only"] = report
         models[codebooks] = model
+    if args.no_floor:
+        return out, models
     floor, ours = out["kmeans_floor"], out["tfdual"]["reconstruction"]
     out["ratios"] = {"time_nmse_ours_over_floor": ours["time_nmse"] / floor["time_nmse"],
                      "amplitude_nmse_ours_over_floor": ours["amplitude_nmse"] / floor["amplitude_nmse"],
+                     "amplitude_nmse_ours_over_window_scaled_floor":
+                         ours["amplitude_nmse"] / floor["amplitude_nmse_window_scaled"],
                      "amplitude_nmse_signal_ours_over_floor":
                          ours["amplitude_nmse_signal"] / floor["amplitude_nmse"],
                      "target": "<= 0.8 (>= 20 % better)"}
@@ -307,11 +396,17 @@ def main():
     parser.add_argument("--windows", type=int, default=8)
     parser.add_argument("--speed-batch", type=int, default=8)
     parser.add_argument("--speed-worker", type=int, default=0)
+    parser.add_argument("--device", default="cpu", help="training and evaluation device")
+    parser.add_argument("--cache", default=None,
+                        help="NPZ of the recon windows (read if present, else written)")
+    parser.add_argument("--no-floor", action="store_true", help="skip the k-means floor (no sklearn)")
+    parser.add_argument("--save-models", default=None, help="folder to write the trained tokenizers to")
+    parser.add_argument("--load-models", default=None, help="folder of --save-models: evaluate, no training")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "run.yaml"))
     args = parser.parse_args()
     if args.speed_worker:
         return speed_worker(args.speed_worker, args.windows, args.speed_batch)
-    torch.set_num_threads(1)
+    torch.set_num_threads(1 if args.device == "cpu" else max(1, torch.get_num_threads()))
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     result = {"command": " ".join(sys.argv), "commit": commit, "settings": vars(args),
@@ -322,6 +417,11 @@ def main():
         result["reconstruction"], models = recon_part(args, log)
         if "probe" in parts:
             result["probe"] = probe_part(args, models, log)
+    if "cache" in parts:  # only write --cache (for a device machine without MNE)
+        train, test = recon_windows(args, eeg.Preprocessing(patches=args.patches))
+        result["cache"] = {"path": args.cache, "train": list(train.shape), "test": list(test.shape)}
+    if "floor" in parts:
+        result["kmeans_floor"] = floor_part(args, log)
     if "speed" in parts:
         result["speed"] = speed_part(args, log)
     result["wall_seconds"] = time.time() - start

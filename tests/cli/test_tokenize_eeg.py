@@ -171,7 +171,7 @@ def test_features_pipe_into_dp_fairness_train(sh, capsys, trained, shared_data, 
     assert report["privacy"]["epsilon_spent"] <= 4
 
 
-def test_array_recording_with_own_montage(capsys, tmp_path):
+def test_array_recording_with_own_montage(capsys, trained, tmp_path):
     rng = np.random.default_rng(0)
     np.save(tmp_path / "rec.npy", rng.normal(0, 20, (3, 250 * 20)))
     tok = tmp_path / "tok.st"
@@ -182,6 +182,12 @@ def test_array_recording_with_own_montage(capsys, tmp_path):
                        "--channel-names", "c3,Cz,C4", "-o", tmp_path / "t.st")
     assert code == 0, err
     assert read(tmp_path / "t.st").tensors["token_f"].shape == (5, 3, 4)
+    # tokens of this montage refused by a tokenizer of another (the 19-channel one), both ways in
+    for verb in ("decode", "features"):
+        code, err = inproc(capsys, "tokenize-eeg", verb, trained[0], tmp_path / "t.st",
+                           "-o", tmp_path / "x.st")
+        one_line(code, err, verb, "do not fit this tokenizer's")
+        assert not (tmp_path / "x.st").exists()
 
 
 def _edf_with_units(shared_data, tmp_path, unit=b"xyz     "):

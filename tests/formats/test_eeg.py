@@ -164,3 +164,87 @@ def test_windows_strides_and_majority_labels(shared_data):
     # the label covering most of the window wins
     first = rec.annotations[0]
     assert eeg.window_label(rec, first[0] + first[1] - 1.0, 4.0) == rec.annotations[1][2]
+
+
+def _eeglab_set(path, data_uv, sfreq, names, event):
+    """A minimal single-trial EEGLAB .set (MATLAB v5, data inline, microvolts) with one event
+    ``(type, latency in 1-based samples, duration in samples)``."""
+    from scipy.io import savemat
+
+    chanlocs = np.zeros((len(names),), dtype=[("labels", object)])
+    for i, name in enumerate(names):
+        chanlocs[i]["labels"] = name
+    events = np.zeros((1,), dtype=[("type", object), ("latency", object), ("duration", object)])
+    events[0] = event
+    n = data_uv.shape[1]
+    savemat(path, {"EEG": dict(nbchan=float(len(names)), pnts=float(n), trials=1.0, srate=sfreq,
+                               xmin=0.0, xmax=(n - 1) / sfreq, data=data_uv.astype(np.float32),
+                               chanlocs=chanlocs, event=events, epoch=np.array([]),
+                               icawinv=np.array([]), icasphere=np.array([]),
+                               icaweights=np.array([]), ref="common")},
+            appendmat=False, oned_as="row")
+
+
+def test_eeglab_set_reads_in_microvolts_with_its_events(tmp_path):
+    """EEGLAB stores microvolts; through MNE and the convention a 50 uV sine is 0.5 (100 uV units)
+    and its event is a window label (no EEGLAB file in the shared data, so one is written here)."""
+    names = ["Fp1", "Fp2", "C3", "C4", "O1", "O2"]
+    t = np.arange(250 * 10) / 250.0
+    data = np.stack([50 * np.sin(2 * np.pi * 10 * t + i) for i in range(len(names))])
+    path = tmp_path / "rec.set"
+    _eeglab_set(path, data, 250.0, names, ("eyes", 251.0, 500.0))
+    prep = eeg.Preprocessing(channels=eeg.parse_channels("FP1,FP2,C3,C4,O1,O2"), patches=4)
+    rec = eeg.load(str(path), prep)
+    assert rec.data.shape == (6, 2000) and rec.sfreq_in == 250.0
+    middle = rec.data[0, 400:-400]
+    spectrum = np.abs(np.fft.rfft(middle)) * 2 / len(middle)
+    freqs = np.fft.rfftfreq(len(middle), 1 / 200.0)
+    assert spectrum[np.argmin(abs(freqs - 10))] == pytest.approx(0.5, rel=0.03)
+    assert rec.annotations == [(pytest.approx(1.0), pytest.approx(2.0), "eyes")]
+    assert eeg.window_label(rec, 0.0, 4.0) == "eyes"
+    with pytest.raises(CortexError, match=r"missing channel\(s\) F3"):
+        eeg.load(str(path), eeg.Preprocessing(patches=4))
+
+
+def test_artifact_kind_is_read_from_the_bytes_not_the_suffix(shared_data, tmp_path):
+    """features takes tokens or recordings in one argument: a tokens artifact named .st (or with
+    no suffix) is still an artifact, and EDF/NPY/BrainVision files never are."""
+    from cortexkit.formats.artifact import write_artifact
+
+    for name in ("tokens.safetensors", "tokens.st", "tokens"):
+        write_artifact(tmp_path / name, {"token_f": np.zeros((1, 2, 3), np.int16)}, "eeg-tokens")
+        assert eeg.is_artifact_of_kind(str(tmp_path / name), "eeg-tokens")
+        assert not eeg.is_artifact_of_kind(str(tmp_path / name), "eeg-tokenizer")
+    np.save(tmp_path / "a.npy", np.zeros((2, 3)))
+    for path in (shared_data / MNE_DATA / "test.edf", shared_data / MNE_DATA / "test.vhdr",
+                 tmp_path / "a.npy", tmp_path / "absent.st"):
+        assert not eeg.is_artifact_of_kind(str(path), "eeg-tokens")
+        assert eeg.artifact_kind(path) is None
+    # as a recording, any artifact name gives the artifact's own error, not MNE's "file type"
+    prep = eeg.Preprocessing(channels=["C3", "CZ", "C4"], patches=4)
+    with pytest.raises(CortexError, match="'eeg-tokens' artifact is not a recording"):
+        eeg.load(str(tmp_path / "tokens.st"), prep, sfreq=250, channel_names=["C3", "CZ", "C4"])
+    write_artifact(tmp_path / "rec.st", {"data": np.load(sine_recording(tmp_path))}, "eeg-signal")
+    rec = eeg.load(str(tmp_path / "rec.st"), prep, sfreq=250, channel_names=["C3", "CZ", "C4"])
+    assert rec.data.shape == (3, 12 * 200)
+
+
+def test_windows_stream_one_recording_and_one_batch_at_a_time():
+    """Long recordings stream: the first batch comes out before the second recording is read,
+    and a batch holds at most batch_size windows (never the whole recording's)."""
+    prep = eeg.Preprocessing(channels=["C3"], patches=2)
+    read = []
+
+    def recordings():
+        for i in range(2):
+            read.append(i)
+            data = np.arange(200 * 40, dtype=np.float32)[None] + i  # 20 windows of 2 s
+            yield eeg.Recording(f"r{i}", data, 200.0, ["C3"], 75.0, [])
+
+    batches = eeg.iter_windows(recordings(), prep, None, 3)
+    first = next(batches)
+    assert read == [0] and first.x.shape == (3, 1, 2, 200)
+    rest = list(batches)
+    assert read == [0, 1] and max(len(b.x) for b in rest) == 3
+    assert sum(len(b.x) for b in [first, *rest]) == 40
+    assert [b.source_index for b in rest][-1] == 1 and rest[-1].x[-1, 0, -1, -1] == 200 * 40 - 1 + 1

@@ -42,6 +42,21 @@ def test_patch_tokens_are_channel_major():
             torch.testing.assert_close(out[:, c * 4 + p], expect)
 
 
+def test_time_freq_sum_stem_adds_a_linear_map_of_the_forward_normalised_rfft():
+    """The default stem is the conv stem plus Linear(|rfft(patch, norm='forward')|): a cosine of
+    amplitude a at bin k has |rfft| a/2 at k (0 elsewhere), so the two stems differ by
+    W[:, k] a/2 + b on that patch, where W, b are the frequency map's weight and bias."""
+    torch.manual_seed(7)
+    both, time_only = PatchEmbed(tiny()).eval(), PatchEmbed(tiny(stem="time")).eval()
+    time_only.load_state_dict({k: v for k, v in both.state_dict().items() if not k.startswith("freq")})
+    x = torch.zeros(1, 3, 4, 200)
+    x[0, 1, 2] = 3.0 * torch.cos(2 * math.pi * 10 * torch.arange(200) / 200)  # bin 10, a = 3
+    diff = both(x) - time_only(x)  # (1, 12, dim), token 1*4+2 = 6 holds the cosine
+    torch.testing.assert_close(diff[0, 6], both.freq.weight[:, 10] * 1.5 + both.freq.bias,
+                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(diff[0, 0], both.freq.bias.detach())  # a zero patch: bias only
+
+
 def test_sdpa_attention_equals_the_textbook_formula():
     torch.manual_seed(0)
     attn = Attention(16, 4)
@@ -103,6 +118,23 @@ def test_eval_mode_never_moves_the_codebook_and_loss_is_commitment_only():
     torch.testing.assert_close(z_q, before[idx])  # straight-through: the value is the codeword
     z_q.sum().backward()  # ... and the gradient goes to z
     assert z.grad is not None and z.grad.abs().sum() > 0
+
+
+def test_quantizer_stays_float32_under_bf16_autocast():
+    """Mixed precision keeps the quantizers in fp32 (the paper's recipe): a bf16 input from an
+    autocast region is quantized, compared and EMA-updated in float32, with fp32's result."""
+    torch.manual_seed(6)
+    fp32 = NormEMAQuantizer(512, 8).train()
+    mixed = NormEMAQuantizer(512, 8).train()
+    mixed.load_state_dict(fp32.state_dict())
+    z = torch.randn(4096, 8).bfloat16()  # 512 codes in 8 dims: near ties a bf16 search would flip
+    ref_q, ref_loss, ref_idx = fp32(z.float())
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        z_q, loss, idx = mixed(z)
+    assert z_q.dtype == loss.dtype == mixed.embedding.dtype == torch.float32
+    assert torch.equal(idx, ref_idx)
+    torch.testing.assert_close(mixed.embedding, fp32.embedding, rtol=0, atol=0)
+    torch.testing.assert_close(loss, ref_loss)
 
 
 def test_kmeans_init_and_dead_code_restart():
