@@ -43,6 +43,20 @@ def test_man_page_pipeline_synth_triangulate_shape_track_evaluate_export(sh, fox
 
     back = read_gltf(tmp_path / "fitted.glb")
     assert back.animations["fit"]["world"].shape[1] == len(back.joint_names) == 24
+    # the export read back recovers the fitted joint positions (glTF metres vs the model's mm)
+    import torch
+
+    from cortexkit.formats.artifact import read_artifact
+    from cortexkit.tools.avatar.io import avatar_from_artifact, poses_from_artifact
+    from cortexkit.tools.avatar.model import forward
+
+    tpl, shape, _ = avatar_from_artifact(read_artifact(tmp_path / "avatar.st"))
+    with torch.no_grad():
+        _, joints, _ = forward(tpl, shape, poses_from_artifact(read_artifact(tmp_path / "poses.st")),
+                               with_vertices=False)
+    clip = back.animations["fit"]["world"][:len(joints), :, :3, 3] * 1000.0
+    assert len(clip) == 4
+    np.testing.assert_allclose(clip, joints.double().numpy(), atol=0.05)
 
 
 def test_pipeline_through_stdin_and_into_a_second_tool(sh, fox, tmp_path):
