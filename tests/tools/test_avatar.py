@@ -299,3 +299,31 @@ def test_check_views_names_frames_without_two_views():
     conf[:, 1] = 0.0
     with pytest.raises(ValueError, match="no frame has a keypoint seen in 2 or more views"):
         check_views(kp, conf, ["a", "b"])
+
+
+def test_temporal_and_offset_smoothness_terms_closed_forms(fox):
+    """Angular velocity about a fixed axis is Δφ u exactly; a still pose costs nothing and a
+    translation step costs translation_weight (Δt / L)²; a constant offset field is perfectly
+    smooth (Laplacian and edge terms 0), a single bumped offset is not."""
+    from cortexkit.tools.avatar.fit import FitConfig, prior_terms
+    from cortexkit.tools.avatar.model import Pose, Shape
+    from cortexkit.tools.avatar.rotation import angular_velocity
+
+    u = torch.tensor([0.6, 0.0, 0.8], dtype=torch.float64)
+    track = torch.tensor([0.1, 0.4, 1.3], dtype=torch.float64)[:, None] * u
+    torch.testing.assert_close(angular_velocity(track), torch.tensor([0.3, 0.9], dtype=torch.float64)[:, None] * u)
+    _, tpl = fox
+    cfg = FitConfig(temporal_weight=1.0, translation_weight=10.0)
+    pose = Pose.zeros(3, tpl)
+    pose.rotations[:] = 0.2
+    still = prior_terms(tpl, Shape.neutral(tpl), pose, cfg, 1000.0, 1.0, True)[3]
+    assert float(still) < 1e-10
+    pose.global_t[2, 0] = 50.0                                      # one step of 0.05 body lengths
+    moved = prior_terms(tpl, Shape.neutral(tpl), pose, cfg, 1000.0, 1.0, True)[3]
+    assert abs(float(moved) - 10.0 * 0.05 ** 2 / 2) < 1e-6        # mean over the 2 steps
+    shape = Shape.neutral(tpl)
+    shape.offsets = torch.zeros(tpl.n_offsets, 3)
+    shape.offsets[:, 1] = 7.0                                       # y is shared by mirror partners
+    assert float(prior_terms(tpl, shape, Pose.zeros(1, tpl), cfg, 1000.0, 1.0, False)[2]) < 1e-9
+    shape.offsets[0, 1] = 20.0
+    assert float(prior_terms(tpl, shape, Pose.zeros(1, tpl), cfg, 1000.0, 1.0, False)[2]) > 1e-6
