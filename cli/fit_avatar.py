@@ -60,10 +60,7 @@ def _camera_of(path: str, names: list[str]) -> str:
 
 def _views(run, inputs, calibration, units, camera_names):
     """One avatar-views artifact, or per-camera 2D files + an Anipose calibration -> views dict."""
-    import numpy as np
-    import torch
-
-    from cortexkit.tools.avatar.io import VIEWS, cameras_from_arrays, views_from_artifact
+    from cortexkit.tools.avatar.io import VIEWS, views_from_artifact
 
     if not inputs:
         raise CortexError("no input: give an avatar-views artifact or 2D keypoint files with --calibration")
@@ -83,19 +80,14 @@ def _views(run, inputs, calibration, units, camera_names):
         if missing:
             raise CortexError(f"camera(s) {', '.join(missing)} not in {calibration} "
                               f"(it has {', '.join(cal['names'])})")
-        index = [cal["names"].index(n) for n in names]
-        cams = cameras_from_arrays({k: (v if k == "names" else v[index]) for k, v in cal.items()}
-                                   | {"names": names})
+        from cortexkit.tools.avatar.io import select_cameras, views_from_detections
+
         read = [read_keypoints(p) for p in inputs]
         kp_names = read[0][0]
         for p, (n, _, _) in zip(inputs, read):
             if n != kp_names:
                 raise CortexError(f"{p}: keypoint names {n} differ from {inputs[0]}'s {kp_names}")
-        frames = min(len(xy) for _, xy, _ in read)
-        views = {"cameras": cams, "keypoint_names": kp_names, "crops": None, "masks": None, "truth": {},
-                 "keypoints": torch.as_tensor(np.stack([xy[:frames] for _, xy, _ in read], 1), dtype=torch.float32),
-                 "confidence": torch.as_tensor(np.stack([s[:frames] for _, _, s in read], 1), dtype=torch.float32),
-                 "fps": 30.0}
+        views = views_from_detections(select_cameras(cal, names), kp_names, [(xy, s) for _, xy, s in read])
     from cortexkit.tools.avatar.checks import check_views
 
     for warning in check_views(views["keypoints"], views["confidence"], views["cameras"].names):
@@ -297,8 +289,6 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
           steps, images_dir, keypoints, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
           temporal_weight, lr):
     """Subject avatar over keyframes: template + views -> avatar (scale, bone scales, offsets)."""
-    import torch
-
     from cortexkit.tools.avatar.fit import fit_avatar_shape
     from cortexkit.tools.avatar.io import AVATAR, avatar_to_tensors
 
@@ -322,12 +312,9 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
     colors = None
     if image_files is not None:
         from cortexkit.formats.keypoints2d import read_image
-        from cortexkit.tools.avatar.model import forward
-        from cortexkit.tools.avatar.texture import vertex_colors
+        from cortexkit.tools.avatar.texture import avatar_colors
 
-        with torch.no_grad():
-            verts, _, _ = forward(tpl, result.shape, result.pose)
-        colors, seen = vertex_colors(verts, tpl.faces, tpl.edges, obs.cameras,
+        colors, seen = avatar_colors(tpl, result.shape, result.pose, obs.cameras,
                                      lambda b, c: read_image(image_files[c][result.keyframes[b]]))
         run.info(f"texture: {int(seen.sum())} of {len(seen)} vertices seen in "
                  f"{len(result.keyframes)} keyframes x {len(obs.cameras)} cameras")

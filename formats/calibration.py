@@ -2,8 +2,9 @@
 
 Each ``[cam_N]`` table holds ``name``, ``size`` [w, h], ``matrix`` (3x3), ``distortions``
 (OpenCV order k1 k2 p1 p2 k3 [k4 k5 k6]), ``rotation`` (Rodrigues, world -> camera) and
-``translation``. The file does not say its length unit: the caller states it (``units``) and the
-translations come back in millimetres. Other tables (``[metadata]``) are ignored.
+``translation``. Anipose files do not say their length unit: the caller states it (``units``) and
+the translations come back in millimetres; a ``[metadata] units`` key (written by
+:func:`write_calibration`) that disagrees with the stated unit is an error. Other tables are ignored.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ def read_calibration(path: str | os.PathLike, units: str) -> dict:
         raise CortexError(f"{path}: no such file") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise CortexError(f"{path}: not a TOML calibration ({exc})") from None
+    meta = data.get("metadata")
+    stated = meta.get("units") if isinstance(meta, dict) else None
+    if isinstance(stated, str) and stated in UNIT_MM and stated != units:
+        raise CortexError(f"{path}: the calibration says units = \"{stated}\", --units says {units}: "
+                          f"give --units {stated}")
     cams = [v for k, v in data.items() if isinstance(v, dict) and k != "metadata"]
     if not cams:
         raise CortexError(f"{path}: no [cam_N] tables (expected an Anipose calibration.toml)")

@@ -43,6 +43,20 @@ def test_man_page_pipeline_synth_triangulate_shape_track_evaluate_export(sh, fox
 
     back = read_gltf(tmp_path / "fitted.glb")
     assert back.animations["fit"]["world"].shape[1] == len(back.joint_names) == 24
+    # the export read back recovers the fitted joint positions (glTF metres vs the model's mm)
+    import torch
+
+    from cortexkit.formats.artifact import read_artifact
+    from cortexkit.tools.avatar.io import avatar_from_artifact, poses_from_artifact
+    from cortexkit.tools.avatar.model import forward
+
+    tpl, shape, _ = avatar_from_artifact(read_artifact(tmp_path / "avatar.st"))
+    with torch.no_grad():
+        _, joints, _ = forward(tpl, shape, poses_from_artifact(read_artifact(tmp_path / "poses.st")),
+                               with_vertices=False)
+    clip = back.animations["fit"]["world"][:len(joints), :, :3, 3] * 1000.0
+    assert len(clip) == 4
+    np.testing.assert_allclose(clip, joints.double().numpy(), atol=0.05)
 
 
 def test_pipeline_through_stdin_and_into_a_second_tool(sh, fox, tmp_path):
@@ -158,4 +172,51 @@ def test_texture_and_mask_folders_through_shape_track_export_inspect(sh, cli, fo
     p = cli("fit-avatar", "track", tmp_path / "avatar.st", tmp_path / "views.st", "--masks", tmp_path / "masks",
             "-o", out)
     one_line_error(p, "fit-avatar track", "cam03")
+    assert not out.exists()
+
+
+def test_dlc_csv_files_with_a_calibration_match_the_views_artifact_and_units_are_checked(
+        sh, cli, fox, tmp_path, one_line_error):
+    """The synthetic views written as users have them (one DeepLabCut CSV per camera, an Anipose
+    calibration.toml in metres without a unit key) triangulate to the same 3D points as the
+    views artifact; stating the wrong unit stops shape with a one-line units error (the subject
+    comes out 1000x smaller than the template), and a unit key that disagrees stops at once."""
+    import pandas as pd
+
+    from cortexkit.formats.artifact import read_artifact
+    from cortexkit.formats.calibration import write_calibration
+
+    views = tmp_path / "views.st"
+    assert cli("fit-avatar", "synth", fox, "--template-units", "cm", *SMALL.split(), "--no-masks",
+               "-o", views).returncode == 0
+    art = read_artifact(views, framework="np")
+    t, names = art.tensors, art.meta_json("cortexkit.camera_names")
+    kp_names = art.meta_json("cortexkit.keypoint_names")
+    cal = {"names": names, "K": t["cameras.K"], "dist": t["cameras.dist"], "rvec": t["cameras.rvec"],
+           "tvec": t["cameras.tvec"], "size": t["cameras.size"]}
+    text = write_calibration(cal, units="m").decode()
+    (tmp_path / "with_unit.toml").write_text(text)
+    (tmp_path / "cal.toml").write_text(text.split("[metadata]")[0])   # as aniposelib writes it
+    files = []
+    for c, name in enumerate(names):
+        cols = pd.MultiIndex.from_tuples([("sim", k, a) for k in kp_names for a in ("x", "y", "likelihood")],
+                                         names=["scorer", "bodyparts", "coords"])
+        xy, conf = t["keypoints"][:, c].astype(float), t["confidence"][:, c].astype(float)
+        data = np.concatenate([xy, conf[..., None]], -1).reshape(len(xy), -1)
+        files.append(tmp_path / f"{name}_DLC.csv")
+        pd.DataFrame(data, columns=cols).to_csv(files[-1])
+    csvs = " ".join(str(f) for f in files)
+    proc = sh(f"cortexkit fit-avatar triangulate views.st -o a.csv && cortexkit fit-avatar triangulate "
+              f"--calibration cal.toml --units m {csvs} -o b.csv", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    a, b = (pd.read_csv(tmp_path / f) for f in ("a.csv", "b.csv"))
+    assert list(a.columns) == list(b.columns) and a["b_Hip_01_x"].notna().mean() > 0.9
+    np.testing.assert_allclose(b.to_numpy(float), a.to_numpy(float), atol=1e-2, equal_nan=True)  # mm
+    out = tmp_path / "avatar.st"
+    p = cli("fit-avatar", "shape", fox, *files, "--template-units", "cm", "--calibration", tmp_path / "cal.toml",
+            "--units", "mm", *SHAPE.split(), "-o", out)
+    one_line_error(p, "fit-avatar shape", "units")
+    p = cli("fit-avatar", "triangulate", *files, "--calibration", tmp_path / "with_unit.toml", "--units", "mm",
+            "-o", out)
+    one_line_error(p, "fit-avatar triangulate", 'units = "m"', "--units m")
     assert not out.exists()

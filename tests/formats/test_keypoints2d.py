@@ -75,3 +75,21 @@ def test_not_a_keypoint_table_is_named(tmp_path):
         read_keypoints(tmp_path / "plain.csv")
     with pytest.raises(CortexError, match="no such file"):
         read_keypoints(tmp_path / "absent.csv")
+
+
+def test_masks_as_image_files_or_arrays_read_to_coverage(tmp_path):
+    """The issue's 'masks as image files or arrays': an 8-bit PNG (0/255), an RGB PNG and a .npy
+    of 0/1 all read back as the same (H, W) coverage in [0, 1]; an unreadable image is named."""
+    cv2 = pytest.importorskip("cv2")
+    from cortexkit.formats.keypoints2d import read_mask
+
+    mask = np.zeros((6, 9))
+    mask[1:4, 2:7] = 1.0
+    cv2.imwrite(str(tmp_path / "m.png"), (mask * 255).astype(np.uint8))
+    cv2.imwrite(str(tmp_path / "rgb.png"), np.repeat((mask * 255).astype(np.uint8)[..., None], 3, -1))
+    np.save(tmp_path / "m.npy", mask.astype(bool))
+    for name in ("m.png", "rgb.png", "m.npy"):
+        np.testing.assert_array_equal(read_mask(tmp_path / name), mask)
+    (tmp_path / "bad.png").write_bytes(b"not a png")
+    with pytest.raises(CortexError, match="bad.png: cannot read the mask image"):
+        read_mask(tmp_path / "bad.png")

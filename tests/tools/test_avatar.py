@@ -212,3 +212,118 @@ def test_crop_masks_from_full_size_images_match_synth_coverage(fox):
     a, b = got > 0.5, syn.masks > 0.5
     iou = (a & b).sum((2, 3)).float() / (a | b).sum((2, 3)).float()
     assert iou.min() > 0.9 and float((got - syn.masks).abs().mean()) < 0.05, iou
+
+
+def test_fox_template_shares_bone_groups_left_right_and_excludes_hand_offsets(fox):
+    """Left/right bones share one scale group; --exclude-offsets gives the matched joints'
+    vertices no offset (BigMaQ excludes the hands); everything else keeps its mirror pairing."""
+    from cortexkit.tools.avatar.model import template_from_mesh
+
+    mesh, tpl = fox
+    group = dict(zip(tpl.joint_names, tpl.bone_group.tolist()))
+    for left, right in (("b_LeftUpperArm_09", "b_RightUpperArm_06"), ("b_LeftFoot02_018", "b_RightFoot02_022")):
+        assert group[left] == group[right] >= 0
+    assert len(set(group.values()) - {-1}) == tpl.n_groups == 14
+    assert (tpl.offset_index >= 0).all()
+    cut = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
+                             mesh.rest_world, unit_mm=10.0, exclude_offsets="hand")
+    hands = [i for i, n in enumerate(cut.joint_names) if "Hand" in n]
+    dominated = cut.weights[:, hands].sum(1) > 0.5
+    assert dominated.any() and (cut.offset_index[dominated] == -1).all()
+    assert (cut.offset_index[~dominated] >= 0).all() and cut.n_offsets < tpl.n_offsets
+
+
+def test_joint_limit_and_bone_band_terms_vanish_inside_and_grow_outside(fox):
+    from cortexkit.tools.avatar.fit import FitConfig, prior_terms
+    from cortexkit.tools.avatar.model import Pose, Shape
+
+    _, tpl = fox
+    tpl.limits[:] = torch.tensor([[-0.5, -0.1, -0.2], [0.5, 0.1, 0.2]])
+    pose = Pose.zeros(1, tpl)
+    pose.rotations[0, 5] = torch.tensor([0.4, 0.0, -0.1])        # inside the box
+    shape = Shape.neutral(tpl)
+    shape.bone_scales[0] = 1.1                                     # inside [0.85, 1/0.85]
+    limit, bone, _, _ = prior_terms(tpl, shape, pose, FitConfig(), 1000.0, 1.0, False)
+    assert float(limit[0]) == 0.0 and float(bone) == 0.0
+    pose.rotations[0, 5] = torch.tensor([0.7, 0.0, -0.5])          # 0.2 and 0.3 past the box
+    pose.rotations[0, 1] = torch.tensor([9.0, 9.0, 9.0])           # not free: ignored
+    shape.bone_scales[0] = 0.75                                    # 0.1 below the band
+    shape.scale = torch.tensor(2.5)                                # 0.5 above the [0.5, 2] x init band
+    limit, bone, _, _ = prior_terms(tpl, shape, pose, FitConfig(), 1000.0, 1.0, False)
+    assert abs(float(limit[0]) - (0.2 ** 2 + 0.3 ** 2)) < 1e-6
+    assert abs(float(bone) - (0.1 ** 2 + 0.5 ** 2)) < 1e-6
+
+
+def test_silhouette_gate_and_waterfall_camera_subset(fox):
+    """The silhouette term counts only for cameras whose keypoints fit within the gate; the
+    camera subset keeps the previous frame's cameras while valid and refills by detection count."""
+    from cortexkit.tools.avatar.fit import FitConfig, Observations, image_terms, select_cameras
+
+    tpl, cams, syn = _posed_fox(fox, n_cams=4, frames=1)
+    obs = Observations(cams, syn.keypoints.clone(), syn.confidence, tpl.keypoint_names, 1 - syn.masks, syn.crops)
+    obs.keypoints[0, 2] += 40.0                                   # camera 2 is far off: gated out
+    use = torch.ones(1, 4, dtype=torch.bool)
+    kw = torch.ones(len(tpl.keypoint_names))
+    verts, kps = syn.truth["vertices"], syn.truth["keypoints"]
+    terms = lambda gate: image_terms(tpl, verts, kps, obs, use, FitConfig(gate=gate, sigma=0.05), True, kw)  # noqa: E731
+    l_kp, l_sil, kp_cam = terms(2.0)
+    assert kp_cam[0, 2] > 2.0 and (kp_cam[0, [0, 1, 3]] < 1e-3).all()
+    per_cam = []
+    for c in range(4):                                             # each camera alone, gate wide open
+        alone = torch.zeros(1, 4, dtype=torch.bool)
+        alone[0, c] = True
+        per_cam.append(float(image_terms(tpl, verts, kps, obs, alone, FitConfig(gate=1e9, sigma=0.05), True, kw)[1]))
+    assert min(per_cam) > 0.1                                     # inverted masks: a large error in every view
+    assert abs(float(l_sil) - (per_cam[0] + per_cam[1] + per_cam[3]) / 4) < 1e-5
+    assert float(terms(1e9)[1]) > float(l_sil) and float(terms(0.0)[1]) == 0.0
+    conf = torch.zeros(3, 4, 5)
+    conf[:, 0, :5] = 1.0
+    conf[:, 1, :4] = 1.0
+    conf[:, 2, :3] = 1.0
+    conf[:, 3, :2] = 1.0                                          # below 3 detections: never used
+    conf[1, 0] = 0.0                                              # frame 1 loses camera 0
+    picked = select_cameras(conf, 2)
+    assert picked[0].tolist() == [True, True, False, False]
+    assert picked[1].tolist() == [False, True, True, False]       # camera 1 kept, refilled with 2
+    assert picked[2].tolist() == [False, True, True, False]       # the previous set stays while valid
+
+
+def test_check_views_names_frames_without_two_views():
+    from cortexkit.tools.avatar.checks import check_views
+
+    kp = torch.zeros(3, 2, 4, 2)
+    conf = torch.ones(3, 2, 4)
+    conf[1, 1] = 0.0                                              # frame 1: one view only
+    warnings = check_views(kp, conf, ["a", "b"])
+    assert len(warnings) == 1 and "1 frame(s) with < 2 usable views" in warnings[0] and "(1)" in warnings[0]
+    conf[:, 1] = 0.0
+    with pytest.raises(ValueError, match="no frame has a keypoint seen in 2 or more views"):
+        check_views(kp, conf, ["a", "b"])
+
+
+def test_temporal_and_offset_smoothness_terms_closed_forms(fox):
+    """Angular velocity about a fixed axis is Δφ u exactly; a still pose costs nothing and a
+    translation step costs translation_weight (Δt / L)²; a constant offset field is perfectly
+    smooth (Laplacian and edge terms 0), a single bumped offset is not."""
+    from cortexkit.tools.avatar.fit import FitConfig, prior_terms
+    from cortexkit.tools.avatar.model import Pose, Shape
+    from cortexkit.tools.avatar.rotation import angular_velocity
+
+    u = torch.tensor([0.6, 0.0, 0.8], dtype=torch.float64)
+    track = torch.tensor([0.1, 0.4, 1.3], dtype=torch.float64)[:, None] * u
+    torch.testing.assert_close(angular_velocity(track), torch.tensor([0.3, 0.9], dtype=torch.float64)[:, None] * u)
+    _, tpl = fox
+    cfg = FitConfig(temporal_weight=1.0, translation_weight=10.0)
+    pose = Pose.zeros(3, tpl)
+    pose.rotations[:] = 0.2
+    still = prior_terms(tpl, Shape.neutral(tpl), pose, cfg, 1000.0, 1.0, True)[3]
+    assert float(still) < 1e-10
+    pose.global_t[2, 0] = 50.0                                      # one step of 0.05 body lengths
+    moved = prior_terms(tpl, Shape.neutral(tpl), pose, cfg, 1000.0, 1.0, True)[3]
+    assert abs(float(moved) - 10.0 * 0.05 ** 2 / 2) < 1e-6        # mean over the 2 steps
+    shape = Shape.neutral(tpl)
+    shape.offsets = torch.zeros(tpl.n_offsets, 3)
+    shape.offsets[:, 1] = 7.0                                       # y is shared by mirror partners
+    assert float(prior_terms(tpl, shape, Pose.zeros(1, tpl), cfg, 1000.0, 1.0, False)[2]) < 1e-9
+    shape.offsets[0, 1] = 20.0
+    assert float(prior_terms(tpl, shape, Pose.zeros(1, tpl), cfg, 1000.0, 1.0, False)[2]) > 1e-6

@@ -42,6 +42,23 @@ def views_to_tensors(cams: Cameras, keypoints, confidence, keypoint_names, *, cr
     return tensors, meta
 
 
+def views_from_detections(cams: Cameras, keypoint_names, detections, fps: float = 30.0) -> dict:
+    """Per-camera 2D detections as read from files, [(xy (F_c, K, 2), score (F_c, K))] in the
+    order of ``cams`` -> a views dict (frames cut to the shortest file; no crops, masks or truth)."""
+    frames = min(len(xy) for xy, _ in detections)
+    return {"cameras": cams, "keypoint_names": list(keypoint_names), "crops": None, "masks": None, "truth": {},
+            "keypoints": torch.as_tensor(np.stack([xy[:frames] for xy, _ in detections], 1), dtype=torch.float32),
+            "confidence": torch.as_tensor(np.stack([s[:frames] for _, s in detections], 1), dtype=torch.float32),
+            "fps": fps}
+
+
+def select_cameras(cal: dict, names: list[str]) -> Cameras:
+    """Calibration arrays (formats.calibration.read_calibration) -> Cameras of ``names``, in that order."""
+    index = [list(cal["names"]).index(n) for n in names]
+    return cameras_from_arrays({k: (v if k == "names" else np.asarray(v)[index]) for k, v in cal.items()}
+                               | {"names": list(names)})
+
+
 def views_from_artifact(art) -> dict:
     t = art.tensors
     cams = Cameras(art.meta_json("cortexkit.camera_names"), t["cameras.K"].double(), t["cameras.dist"].double(),

@@ -120,6 +120,16 @@ def vertex_colors(verts: torch.Tensor, faces: torch.Tensor, edges: torch.Tensor,
     return colors, seen
 
 
+def avatar_colors(template, shape, pose, cameras: Cameras, image):
+    """The texture stage for a fitted avatar: posed keyframes (``pose`` of B keyframes) ->
+    (colors (V, 3) RGB in [0, 1], seen (V,) bool); image(b, c) as in :func:`vertex_colors`."""
+    from cortexkit.tools.avatar.model import forward
+
+    with torch.no_grad():
+        verts, _, _ = forward(template, shape, pose)
+    return vertex_colors(verts, template.faces, template.edges, cameras, image)
+
+
 def crop_mask(mask: np.ndarray, crop, size: int) -> np.ndarray:
     """A full-size mask (H, W) coverage in [0, 1] -> the (size, size) crop (x0, y0, scale) by area
     averaging (the crop's square of size / scale image pixels, zero outside the image)."""
