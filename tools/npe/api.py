@@ -206,7 +206,9 @@ def simulate(spec: SimulatorSpec, theta: torch.Tensor, config: SimulateConfig = 
     """Simulate this shard's rows of theta (N, d), the parameters of the whole run -> Simulations.
     Rows whose x holds NaN/inf are dropped and counted. ``resume``: the partial file (an Artifact)
     of an interrupted run of the same simulations; only the rows it lacks are simulated. Raises
-    PartialFailure carrying every finished row (those of ``resume`` too) and their row ranges."""
+    PartialFailure carrying every finished row (those of ``resume`` too) and their row ranges; a
+    KeyboardInterrupt (or other BaseException) that stops the run is re-raised with that
+    PartialFailure as its ``partial`` attribute when some rows had finished."""
     chunk_size, total = config.chunk_size, theta.shape[0]
     shard_i, shard_n = config.shard
     lo, hi = shard_rows(total, chunk_size, config.shard)
@@ -271,14 +273,15 @@ def simulate(spec: SimulatorSpec, theta: torch.Tensor, config: SimulateConfig = 
                    encode=npe_io.encode_theta, decode=npe_io.decode_x, on_done=on_done, scheduler=config.scheduler)
     except SimulationError as err:
         bar.close()
-        finished = _coalesce(done + [list(k) for k in new])
-        if not finished:
-            raise PartialFailure(str(err), None, None) from None
-        tensors, n_bad = assemble()
-        n_rows = sum(b - a for a, b in finished)
-        raise PartialFailure(str(err), tensors, {**meta, "npe.n_invalid": n_bad, "npe.partial": True,
-                                                 "npe.done": finished},
-                             f"the {n_rows} finished simulations (rows {_ranges_text(finished)})") from None
+        raise _partial_failure(str(err), done, new, assemble, meta) from None
+    except BaseException as stop:  # Ctrl-C, SIGTERM (a Slurm time limit): it stays an interruption,
+        if isinstance(stop, Exception):  # carrying what finished as stop.partial
+            raise
+        bar.close()
+        failure = _partial_failure("interrupted", done, new, assemble, meta)
+        if failure.tensors is not None:
+            stop.partial = failure
+        raise
     bar.close()
     tensors, n_bad = assemble()
     if hi > lo and tensors["theta"].shape[0] == 0:
@@ -290,6 +293,17 @@ def simulate(spec: SimulatorSpec, theta: torch.Tensor, config: SimulateConfig = 
     else:
         log.info(f"{tensors['theta'].shape[0]} simulations ({spec.describe()}), {n_bad} invalid dropped")
     return Simulations(tensors, {**meta, "npe.n_invalid": n_bad})
+
+
+def _partial_failure(message, done, new, assemble, meta) -> PartialFailure:
+    """The PartialFailure of a run stopped after the rows ``done`` (resumed) and ``new`` finished."""
+    finished = _coalesce(done + [list(k) for k in new])
+    if not finished:
+        return PartialFailure(message, None, None)
+    tensors, n_bad = assemble()
+    n_rows = sum(b - a for a, b in finished)
+    return PartialFailure(message, tensors, {**meta, "npe.n_invalid": n_bad, "npe.partial": True, "npe.done": finished},
+                          f"the {n_rows} finished simulations (rows {_ranges_text(finished)})")
 
 
 def _resumed(resume, record, meta, theta, lo, hi):
