@@ -149,6 +149,12 @@ def test_merge_refuses_incomplete_or_mixed_sets_and_allow_partial_says_what_it_j
     d, m = sims(out), meta(out)
     assert d["index"].tolist() == list(range(10)) + list(range(20, 30))
     assert m["npe.partial"] == "true" and json.loads(m["npe.done"]) == [[0, 10], [20, 30]]
+    # shards lost without a partial file (a killed node): one unsharded run finishes the joined set
+    assert cli(TOOL, *common, "-o", work / "whole.st").returncode == 0
+    r = cli(TOOL, *common, "--resume", out, "-o", work / "finished.st")
+    assert r.returncode == 0, r.stderr
+    assert "resuming: 20 of 40 simulations done, 20 to go" in r.stderr
+    assert same_bytes(work / "whole.st", work / "finished.st", work / "restamped.st")
 
 
 def test_workers_give_the_same_numbers(cli, work):
