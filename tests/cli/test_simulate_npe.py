@@ -223,16 +223,19 @@ def test_workers_keep_every_finished_chunk_and_resume_gives_the_uninterrupted_by
 
 
 def test_a_terminated_run_keeps_its_finished_chunks_and_resumes(sh, cli, work):
-    """A Slurm time limit (SIGTERM) mid-run: the finished chunks go to the partial file, the exit
-    status stays 143 (128 + SIGTERM), and --resume finishes the run."""
+    """A Slurm time limit (SIGTERM) mid-run: the finished chunks go to the partial file, the
+    running simulator programs are ended at once, the exit status stays 143 (128 + SIGTERM), and
+    --resume finishes the run."""
     (work / "started").mkdir()
-    common = (f"simulate --prior prior.yaml -n 30 --chunk-size 10 --seed 5 "
+    common = (f"simulate --prior prior.yaml -n 30 --chunk-size 10 --seed 5 --workers 2 "
               f"--simulator-cmd '{sys.executable} extsim.py'")
-    # chunk 1 (rows 10..19) hangs; it starts only once chunk 0 is accepted, then the job is ended
+    # chunks 1 and 2 (rows 10..29) hang for 60 s; chunk 2 starts once chunk 0 is accepted, then the job is ended
     p = sh(f"MODE=hang START=started cortexkit {TOOL} {common} -o out.st & job=$!\n"
-           "for i in $(seq 600); do [ -e started/start-10 ] && break; sleep 0.2; done\n"
-           "kill -TERM $job; wait $job; echo \"status $?\"", cwd=work)
-    assert p.stdout.decode().strip() == "status 143", p.stderr
+           "for i in $(seq 600); do [ -e started/start-20 ] && break; sleep 0.2; done\n"
+           "t0=$SECONDS; kill -TERM $job; wait $job; echo \"status $? after $((SECONDS - t0)) s\"", cwd=work)
+    status, after = p.stdout.decode().split(" after ")
+    assert status == "status 143", p.stderr
+    assert int(after.split()[0]) < 30, p.stdout  # not the 60 s the hung programs would take
     assert "the 10 finished simulations (rows 0..9) were kept in out.st.partial" in p.stderr
     assert p.stderr.strip().endswith(f"cortexkit {TOOL} simulate: terminated") and "Traceback" not in p.stderr
     assert not (work / "out.st").exists() and sims(work / "out.st.partial")["index"].tolist() == list(range(10))
