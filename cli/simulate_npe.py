@@ -48,12 +48,16 @@ def _partial_target(run, partial):
     return f"{run.output}.partial" if run.output not in (None, "-") else "simulate-npe.partial.safetensors"
 
 
-def _keep_partial(run, partial, failure):
-    """Write the simulations a failed run finished (if any) and fail with one line saying where."""
+def _keep_partial(run, partial, failure, stop=None):
+    """Write the simulations a failed run finished (if any) and fail with one line saying where.
+    A run stopped by Ctrl-C or SIGTERM (``stop``) says where on a line of its own, then stops."""
     if failure.tensors is None:
         raise CortexError(str(failure)) from None
     target = _partial_target(run, partial)
     run.write_artifact(failure.tensors, SIM_KIND, metadata=failure.metadata, target=target, now=True)
+    if stop is not None:
+        run.warn(f"{failure}: {failure.kept} were kept in {target}; finish with --resume {target}")
+        raise stop
     raise CortexError(f"{failure}; {failure.kept} were kept in {target}") from None
 
 
@@ -126,6 +130,10 @@ def simulate(run, task, fidelity, simulator, simulator_cmd, prior_path, num_simu
         result = npe.simulate(spec, theta, config, prior, log=run, resume=resume)
     except npe.PartialFailure as failure:
         _keep_partial(run, partial, failure)
+    except BaseException as stop:  # Ctrl-C, SIGTERM (a Slurm time limit): keep what finished
+        if getattr(stop, "partial", None) is None:
+            raise
+        _keep_partial(run, partial, stop.partial, stop)
     run.write_artifact(result.tensors, SIM_KIND, metadata=result.metadata)
 
 

@@ -23,6 +23,8 @@ EXTERNAL = textwrap.dedent("""\
     theta = load(sys.stdin.buffer.read())["theta"]
     first = int(os.environ["CORTEXKIT_FIRST_INDEX"])
     mode = os.environ.get("MODE", "ok")
+    if os.environ.get("START"):  # one file per chunk started
+        open(os.path.join(os.environ["START"], f"start-{first}"), "w").close()
     if mode == "crash" and first >= 20:
         sys.exit("boom: solver diverged")
     if mode == "crash-one" and first == 20:
@@ -147,6 +149,12 @@ def test_merge_refuses_incomplete_or_mixed_sets_and_allow_partial_says_what_it_j
     d, m = sims(out), meta(out)
     assert d["index"].tolist() == list(range(10)) + list(range(20, 30))
     assert m["npe.partial"] == "true" and json.loads(m["npe.done"]) == [[0, 10], [20, 30]]
+    # shards lost without a partial file (a killed node): one unsharded run finishes the joined set
+    assert cli(TOOL, *common, "-o", work / "whole.st").returncode == 0
+    r = cli(TOOL, *common, "--resume", out, "-o", work / "finished.st")
+    assert r.returncode == 0, r.stderr
+    assert "resuming: 20 of 40 simulations done, 20 to go" in r.stderr
+    assert same_bytes(work / "whole.st", work / "finished.st", work / "restamped.st")
 
 
 def test_workers_give_the_same_numbers(cli, work):
@@ -212,6 +220,31 @@ def test_workers_keep_every_finished_chunk_and_resume_gives_the_uninterrupted_by
     assert same_bytes(work / "whole.st", out, work / "restamped.st")
     other = cli(TOOL, *common[:-4], "--seed", "6", *ext, "--resume", f"{out}.partial", "-o", work / "x.st")
     assert other.returncode == 1 and "from another run (seed 5, this run 6)" in other.stderr
+
+
+def test_a_terminated_run_keeps_its_finished_chunks_and_resumes(sh, cli, work):
+    """A Slurm time limit (SIGTERM) mid-run: the finished chunks go to the partial file, the
+    running simulator programs are ended at once, the exit status stays 143 (128 + SIGTERM), and
+    --resume finishes the run."""
+    (work / "started").mkdir()
+    common = (f"simulate --prior prior.yaml -n 30 --chunk-size 10 --seed 5 --workers 2 "
+              f"--simulator-cmd '{sys.executable} extsim.py'")
+    # chunks 1 and 2 (rows 10..29) hang for 60 s; chunk 2 starts once chunk 0 is accepted, then the job is ended
+    p = sh(f"MODE=hang START=started cortexkit {TOOL} {common} -o out.st & job=$!\n"
+           "for i in $(seq 600); do [ -e started/start-20 ] && break; sleep 0.2; done\n"
+           "t0=$SECONDS; kill -TERM $job; wait $job; echo \"status $? after $((SECONDS - t0)) s\"", cwd=work)
+    status, after = p.stdout.decode().split(" after ")
+    assert status == "status 143", p.stderr
+    assert int(after.split()[0]) < 30, p.stdout  # not the 60 s the hung programs would take
+    assert "the 10 finished simulations (rows 0..9) were kept in out.st.partial" in p.stderr
+    assert p.stderr.strip().endswith(f"cortexkit {TOOL} simulate: terminated") and "Traceback" not in p.stderr
+    assert not (work / "out.st").exists() and sims(work / "out.st.partial")["index"].tolist() == list(range(10))
+    r = sh(f"cortexkit {TOOL} {common} --resume out.st.partial -o out.st", cwd=work)
+    assert r.returncode == 0, r.stderr
+    d = sims(work / "out.st")
+    th = d["theta"]
+    assert d["index"].tolist() == list(range(30))
+    assert torch.allclose(d["x"], torch.stack([th[:, 0] + th[:, 1], th[:, 0] * th[:, 1], th[:, 1] ** 2], 1))
 
 
 def test_invalid_simulations_are_dropped_and_counted(cli, work):

@@ -121,3 +121,48 @@ def test_dispatch_stops_at_the_first_failure_and_keeps_what_was_running():
     else:
         raise AssertionError("the failure must be raised")
     assert backend.submitted == [0, 1] and list(kept) == [0] and backend.closed
+
+
+def test_resume_takes_another_split_only_where_no_shard_cuts_a_chunk(tmp_path, monkeypatch):
+    """A partial file of shard 1/4 resumes in an unsharded run when the shards are whole chunks
+    (and gives the unsharded numbers); when the shard cut a chunk, whose random numbers then
+    depend on the split, it is refused."""
+    import importlib
+
+    import pytest
+
+    (tmp_path / "flakysim.py").write_text(
+        "import torch\n"
+        "FAIL = True\n"
+        "def simulate(theta):\n"
+        "    if FAIL and (theta[:, 0] > 0.9).any():\n"
+        "        raise RuntimeError('diverged')\n"
+        "    return theta + torch.rand(theta.shape)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    flaky = importlib.import_module("flakysim")
+    spec = npe.simulator_spec(None, simulator="flakysim:simulate")
+    prior = npe.io.read_prior(None, "ou")
+    theta = prior.sample(80, torch.Generator().manual_seed(0)).clamp(max=0.8)
+    theta[35, 0] = 1.0  # rows 30..39 fail while FAIL
+
+    def partial(chunk_size):
+        flaky.FAIL = True
+        with pytest.raises(npe.PartialFailure) as failure:
+            npe.simulate(spec, theta, npe.SimulateConfig(chunk_size=chunk_size, shard=(1, 4)), prior)
+        path = str(tmp_path / f"p{chunk_size}.st")
+        write_artifact(path, failure.value.tensors, "npe-simulations", metadata=failure.value.metadata)
+        flaky.FAIL = False
+        return read_artifact(path)
+
+    # 8 chunks of 10 over 4 shards: whole chunks, so shard 1/4's rows 20..29 are the unsharded ones
+    part = partial(10)
+    assert part.meta_json("npe.done") == [[20, 30]]
+    whole = npe.simulate(spec, theta, npe.SimulateConfig(chunk_size=10), prior)
+    resumed = npe.simulate(spec, theta, npe.SimulateConfig(chunk_size=10), prior, resume=part)
+    assert all(torch.equal(whole.tensors[k], resumed.tensors[k]) for k in ("theta", "x", "index"))
+    # 3 chunks of 30 over 4 shards: shard 1/4 (rows 20..39) cuts chunks 0 and 1
+    part = partial(30)
+    assert part.meta_json("npe.done") == [[20, 30]]
+    with pytest.raises(CortexError, match="it is shard 1/4, this run is shard 0/1, and one of the two splits cuts"):
+        npe.simulate(spec, theta, npe.SimulateConfig(chunk_size=30), prior, resume=part)
+

@@ -206,7 +206,9 @@ def simulate(spec: SimulatorSpec, theta: torch.Tensor, config: SimulateConfig = 
     """Simulate this shard's rows of theta (N, d), the parameters of the whole run -> Simulations.
     Rows whose x holds NaN/inf are dropped and counted. ``resume``: the partial file (an Artifact)
     of an interrupted run of the same simulations; only the rows it lacks are simulated. Raises
-    PartialFailure carrying every finished row (those of ``resume`` too) and their row ranges."""
+    PartialFailure carrying every finished row (those of ``resume`` too) and their row ranges; a
+    KeyboardInterrupt (or other BaseException) that stops the run is re-raised with that
+    PartialFailure as its ``partial`` attribute when some rows had finished."""
     chunk_size, total = config.chunk_size, theta.shape[0]
     shard_i, shard_n = config.shard
     lo, hi = shard_rows(total, chunk_size, config.shard)
@@ -216,7 +218,7 @@ def simulate(spec: SimulatorSpec, theta: torch.Tensor, config: SimulateConfig = 
             "npe.run": record, "npe.rows": [lo, hi]}
     if prior is not None:
         meta.update({"npe.prior": prior.to_spec(), "npe.parameter_names": prior.names})
-    kept, done, n_bad_before = _resumed(resume, record, meta, theta, lo, hi) if resume is not None else ({}, [], 0)
+    kept, done, n_bad_before = _resumed(resume, record, meta, theta, lo, hi, spec.kind == "task") if resume is not None else ({}, [], 0)
     pieces = []
     for c in range(lo // chunk_size, -(-hi // chunk_size)) if hi > lo else ():
         a, b = max(lo, c * chunk_size), min(hi, (c + 1) * chunk_size)
@@ -271,14 +273,15 @@ def simulate(spec: SimulatorSpec, theta: torch.Tensor, config: SimulateConfig = 
                    encode=npe_io.encode_theta, decode=npe_io.decode_x, on_done=on_done, scheduler=config.scheduler)
     except SimulationError as err:
         bar.close()
-        finished = _coalesce(done + [list(k) for k in new])
-        if not finished:
-            raise PartialFailure(str(err), None, None) from None
-        tensors, n_bad = assemble()
-        n_rows = sum(b - a for a, b in finished)
-        raise PartialFailure(str(err), tensors, {**meta, "npe.n_invalid": n_bad, "npe.partial": True,
-                                                 "npe.done": finished},
-                             f"the {n_rows} finished simulations (rows {_ranges_text(finished)})") from None
+        raise _partial_failure(str(err), done, new, assemble, meta) from None
+    except BaseException as stop:  # Ctrl-C, SIGTERM (a Slurm time limit): it stays an interruption,
+        if isinstance(stop, Exception):  # carrying what finished as stop.partial
+            raise
+        bar.close()
+        failure = _partial_failure("interrupted", done, new, assemble, meta)
+        if failure.tensors is not None:
+            stop.partial = failure
+        raise
     bar.close()
     tensors, n_bad = assemble()
     if hi > lo and tensors["theta"].shape[0] == 0:
@@ -292,8 +295,29 @@ def simulate(spec: SimulatorSpec, theta: torch.Tensor, config: SimulateConfig = 
     return Simulations(tensors, {**meta, "npe.n_invalid": n_bad})
 
 
-def _resumed(resume, record, meta, theta, lo, hi):
-    """The finished rows of a partial file of this very run: (tensors, done ranges, invalid count)."""
+def _partial_failure(message, done, new, assemble, meta) -> PartialFailure:
+    """The PartialFailure of a run stopped after the rows ``done`` (resumed) and ``new`` finished."""
+    finished = _coalesce(done + [list(k) for k in new])
+    if not finished:
+        return PartialFailure(message, None, None)
+    tensors, n_bad = assemble()
+    n_rows = sum(b - a for a, b in finished)
+    return PartialFailure(message, tensors, {**meta, "npe.n_invalid": n_bad, "npe.partial": True, "npe.done": finished},
+                          f"the {n_rows} finished simulations (rows {_ranges_text(finished)})")
+
+
+def _split_keeps_chunks(record: dict, split: str, task: bool) -> bool:
+    """Whether every row of a run split N ways ("i/N", or "merged/N" for merge --allow-partial's
+    output) has the numbers of the unsharded run: always for a built-in task, else when no shard
+    boundary cuts a chunk (the run has at least N chunks; see shard_rows)."""
+    n_split = int(str(split).split("/")[1])
+    return task or -(-int(record["n"]) // int(record["chunk_size"])) >= n_split
+
+
+def _resumed(resume, record, meta, theta, lo, hi, task=False):
+    """The finished rows of a partial file of this very run: (tensors, done ranges, invalid count).
+    The file may come from another split of the run (another --shard N, or merge --allow-partial
+    of some shards) when both splits give every row the unsharded numbers."""
     src = resume.source
     if not resume.metadata.get("npe.partial") == "true" or "npe.done" not in resume.metadata:
         raise CortexError(f"--resume {src}: not the partial file of a failed simulate run (no npe.done)")
@@ -303,9 +327,12 @@ def _resumed(resume, record, meta, theta, lo, hi):
             what = {"theta": "parameters", "prior": "prior"}.get(key, key)
             raise CortexError(f"--resume {src}: it is from another run ({what} {theirs.get(key)!r}, "
                               f"this run {ours!r}); resume with the options that made it")
-    if resume.metadata.get("npe.shard") != meta["npe.shard"]:
-        raise CortexError(f"--resume {src}: it is shard {resume.metadata.get('npe.shard')}, this run is "
-                          f"shard {meta['npe.shard']}")
+    theirs_split, ours_split = str(resume.metadata.get("npe.shard", "0/1")), meta["npe.shard"]
+    if theirs_split != ours_split and not (_split_keeps_chunks(record, theirs_split, task)
+                                           and _split_keeps_chunks(record, ours_split, task)):
+        raise CortexError(f"--resume {src}: it is shard {theirs_split}, this run is shard {ours_split}, and one of "
+                          f"the two splits cuts the run's chunks of {record['chunk_size']} rows (a random simulator's "
+                          "numbers then depend on the split); resume each shard's partial file with its own --shard")
     done = _coalesce(resume.meta_json("npe.done"))
     if any(a < lo or b > hi for a, b in done):
         raise CortexError(f"--resume {src}: its rows {_ranges_text(done)} lie outside this shard's {lo}..{hi - 1}")

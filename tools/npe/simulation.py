@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -83,8 +84,9 @@ def _as_x(out, n: int, where: str) -> torch.Tensor:
 
 
 def simulate_chunk(spec: SimulatorSpec, theta: torch.Tensor, seed: int, first_index: int,
-                   timeout: float | None = None, encode=None, decode=None) -> torch.Tensor:
-    """Run one chunk; theta (n, d) -> x (n, x_dim). Raises ValueError/RuntimeError naming the rows."""
+                   timeout: float | None = None, encode=None, decode=None, running: set | None = None) -> torch.Tensor:
+    """Run one chunk; theta (n, d) -> x (n, x_dim). Raises ValueError/RuntimeError naming the rows.
+    ``running``: a set an external program's process is kept in while it runs (so it can be ended)."""
     n = theta.shape[0]
     where = f"simulations {first_index}..{first_index + n - 1}"
     if spec.kind == "task":
@@ -100,6 +102,8 @@ def simulate_chunk(spec: SimulatorSpec, theta: torch.Tensor, seed: int, first_in
     # own process group, so a hung program and everything it started can be ended together
     proc = subprocess.Popen(spec.target, shell=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, start_new_session=True)
+    if running is not None:
+        running.add(proc)
     try:
         stdout, stderr = proc.communicate(encode(theta), timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -108,6 +112,9 @@ def simulate_chunk(spec: SimulatorSpec, theta: torch.Tensor, seed: int, first_in
     except BaseException:
         _kill_group(proc)
         raise
+    finally:
+        if running is not None:
+            running.discard(proc)
     if proc.returncode != 0:
         tail = stderr.decode("utf-8", "replace").strip().splitlines()
         why = f": {tail[-1]}" if tail else ""
@@ -243,6 +250,10 @@ def _dispatch(pieces, backend, accept) -> None:
                         for other in list(running):
                             backend.cancel(other)
                             running.pop(other)
+    except BaseException as stop:  # Ctrl-C, SIGTERM: end the pieces still running, at once
+        if not isinstance(stop, Exception):
+            backend.abort()
+        raise
     finally:
         backend.close()
     if error is not None:
@@ -273,6 +284,8 @@ class _SerialBackend:
         return self.done.pop(handle)[0]
 
     def cancel(self, handle): ...
+
+    def abort(self): ...
 
     def close(self): ...
 
@@ -314,14 +327,27 @@ class _FutureBackend:
     def cancel(self, handle):
         handle.cancel()
 
+    def abort(self): ...
+
 
 class _ThreadBackend(_FutureBackend):
+    """External programs, one thread each; on an interruption the running programs are ended
+    (they run in sessions of their own, so Ctrl-C does not reach them)."""
+
     def __init__(self, workers, args):
         super().__init__(workers, args)
-        self.pool = ThreadPoolExecutor(workers)
+        self.pool, self.programs = ThreadPoolExecutor(workers), set()
 
     def submit(self, piece):
-        return self.pool.submit(simulate_chunk, *self.args(piece))
+        return self.pool.submit(simulate_chunk, *self.args(piece), running=self.programs)
+
+    def abort(self):
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for proc in list(self.programs):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def close(self):
         self.pool.shutdown(wait=True)
@@ -410,6 +436,8 @@ class _DaskBackend:
 
     def cancel(self, handle):
         handle.cancel()
+
+    def abort(self): ...  # close() releases the futures and the scheduler drops their tasks
 
     def close(self):
         self.client.close()
