@@ -6,6 +6,7 @@ import click
 
 from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
 from cortexkit.cli.options import option_set
+from cortexkit.tools.pcn import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 KIND_MODEL = "pcn-model"
 MODEL_VERSION = 1
