@@ -290,7 +290,7 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
         raise CortexError(f"{source}: no feature columns left after label, sensitive and --drop")
     tab.check_missing(table, features, source)
     encoder = tab.TableEncoder.fit(table, features, standardize=config.standardize,
-                                   categorical=set(config.categorical) | table.categorical)
+                                   categorical=set(config.categorical) | table.categorical, source=source)
     rc = _constraints(table, config, classes, features, warn)
     if rc is not None and rc.partition.n_cells > MAX_CELLS:
         sizes = ", ".join(f"{a}: {len(l)}" for a, l in zip(rc.partition.attributes, rc.partition.levels))
