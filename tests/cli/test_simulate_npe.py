@@ -388,6 +388,16 @@ def test_bad_input_one_line_errors(cli, work, one_line_error):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("metrics", ["", ",", " , "])
+def test_a_metric_list_naming_no_metric_is_an_error(cli, work, one_line_error, metrics):
+    """Issue 16: --metrics '' evaluated nothing and reported an empty summary with exit 0."""
+    cli(TOOL, "simulate", "--task", "two_moons", "-n", "40", "--seed", "1", "-o", work / "s.st")
+    out = work / "never.yaml"
+    p = cli(TOOL, "evaluate", work / "s.st", "--reference", work / "s.st", "--metrics", metrics, "-o", out)
+    one_line_error(p, f"{TOOL} evaluate", "--metrics", "names no metric")
+    assert not out.exists()
+
+
 def test_figure4_smoke_mf_npe_beats_npe_on_the_paper_ou_data(cli, shared_data, tmp_path):
     """OU, LF 10^3, HF 100, 3 observations, 2 seeds: MF-NPE's RF-C2ST below NPE's on average."""
     import yaml
