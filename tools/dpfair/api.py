@@ -281,6 +281,9 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
     need_columns(table, dropped, "--drop", source)
     if label in sens:
         raise CortexError(f"--label {label!r} is also named in --sensitive")
+    if label in dropped:
+        raise CortexError(f"--drop names the label column {label!r}; the label is never a feature, so drop "
+                          "only feature columns (or choose another --label)")
     tab.check_missing(table, [label] + sens, source)
     classes = tab.label_classes(table[label], label)
     n = len(table[label])
