@@ -29,9 +29,19 @@ def same_bytes(cli_bytes: bytes, tensors: dict, kind: str, metadata: dict, tmp_p
     return out.read_bytes()
 
 
-def test_fit_and_sample_from_python_give_the_cli_bytes(cli, tmp_path, orders_file):
+@pytest.fixture
+def one_thread():
+    """Both sides on one torch thread: float sums depend on the thread count (the command line
+    runs with --threads 1), so "same bytes" holds only at the same count (same machine)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_fit_and_sample_from_python_give_the_cli_bytes(cli, tmp_path, orders_file, one_thread):
     args = ["--model", "ar", "--representation", "lehmer", "--epochs", "2", "--d-model", "16",
-            "--ff", "16", "--seed", "7"]
+            "--ff", "16", "--seed", "7", "--threads", "1"]
     fitted = cli(TOOL, "fit", orders_file, *args, "-o", tmp_path / "m.st")
     assert fitted.returncode == 0, fitted.stderr
     cli_model = (tmp_path / "m.st").read_bytes()
@@ -42,7 +52,8 @@ def test_fit_and_sample_from_python_give_the_cli_bytes(cli, tmp_path, orders_fil
     tensors, meta = api.model_tensors(model)
     assert same_bytes(cli_model, tensors, "permutation-model", meta, tmp_path) == cli_model
 
-    drawn = cli(TOOL, "sample", tmp_path / "m.st", "-n", "25", "--seed", "3", "-o", tmp_path / "s.st")
+    drawn = cli(TOOL, "sample", tmp_path / "m.st", "-n", "25", "--seed", "3", "--threads", "1",
+                "-o", tmp_path / "s.st")
     assert drawn.returncode == 0, drawn.stderr
     cli_sample = (tmp_path / "s.st").read_bytes()
     out = api.sample(model, api.SampleConfig(num=25), seed=3)
@@ -51,7 +62,7 @@ def test_fit_and_sample_from_python_give_the_cli_bytes(cli, tmp_path, orders_fil
                       tmp_path) == cli_sample
 
     beam = cli(TOOL, "sample", tmp_path / "m.st", "--strategy", "beam", "--beam-width", "4", "-n", "3",
-               "-o", tmp_path / "b.st")
+               "--threads", "1", "-o", tmp_path / "b.st")
     assert beam.returncode == 0, beam.stderr
     best = api.sample(model, api.SampleConfig(num=3, strategy="beam", beam_width=4))
     cli_best = decode((tmp_path / "b.st").read_bytes(), "b")
