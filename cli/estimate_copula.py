@@ -6,6 +6,7 @@ import click
 
 from cortexkit.cli.base import tool_group, verb
 from cortexkit.formats.errors import CortexError
+from cortexkit.tools.copula import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 group = tool_group(
     "estimate-copula",

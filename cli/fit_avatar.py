@@ -7,7 +7,8 @@ import re
 
 import click
 
-from cortexkit.cli.base import require_matplotlib, tool_group, verb
+from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
+from cortexkit.cli.options import OutputPath
 from cortexkit.formats.errors import CortexError
 
 group = tool_group(
@@ -332,7 +333,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
 @click.option("--steps", type=click.IntRange(min=1), default=120, show_default=True, help="Adam steps per window.")
 @click.option("--window", type=click.IntRange(min=1), default=20, show_default=True, help="Frames per window.")
 @click.option("--overlap", type=click.IntRange(min=0), default=5, show_default=True, help="Frames shared by windows.")
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, help="Multi-view overlay PNG of the middle frame.")
+@output_option("--plot", metavar="PNG", help="Multi-view overlay PNG of the middle frame.")
 @_with(fit_opts[3:])
 def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps, window, overlap, plot,
           masks_dir, silhouettes, gate, silhouette_weight, temporal_weight, lr):
@@ -361,7 +362,8 @@ def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps,
     if plot:
         from cortexkit.tools.avatar.plot import overlay
 
-        overlay(plot, tpl, shp, result.pose, obs)
+        with run.output_file(plot) as tmp:
+            overlay(tmp, tpl, shp, result.pose, obs)
     tensors, meta = poses_to_tensors(result.pose, result.keypoint_error, result.silhouette_error,
                                      result.cameras_used, per_frame, tpl.joint_names, views["fps"])
     run.write_artifact(tensors, POSES, metadata=meta)
@@ -370,7 +372,7 @@ def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps,
 @verb(group, "export", output=None)
 @click.argument("avatar")
 @click.argument("poses")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+@click.option("-o", "--output", required=True, type=OutputPath(), metavar="FILE.glb",
               help="The .glb or .gltf to write.")
 @click.option("--obj-dir", type=click.Path(file_okay=False), default=None, help="Also write one OBJ per frame here.")
 def export(run, avatar, poses, obj_dir):

@@ -6,6 +6,7 @@ import click
 
 from cortexkit.cli.base import tool_group, verb
 from cortexkit.cli.options import option_set
+from cortexkit.tools.eeg import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 KIND_TOKENIZER = "eeg-tokenizer"
 KIND_TOKENS = "eeg-tokens"

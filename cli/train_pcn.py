@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from cortexkit.cli.base import require_matplotlib, tool_group, verb
+from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
 from cortexkit.cli.options import option_set
+from cortexkit.tools.pcn import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 KIND_MODEL = "pcn-model"
 MODEL_VERSION = 1
@@ -80,20 +81,6 @@ ADVANCED = ("width_scale", "init", "dtype", "weight_norm_gain", "weight_clip", "
 # ---------------------------------------------------------------------------------------------
 # helpers (numpy and torch imported inside)
 
-def _check_target(path, what: str) -> None:
-    """Fail before any work when ``path``'s folder does not exist or cannot be written."""
-    import os
-    from pathlib import Path
-
-    from cortexkit.formats.errors import CortexError
-
-    if path is None or str(path) == "-":
-        return
-    folder = Path(path).parent if str(Path(path).parent) else Path(".")
-    if not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise CortexError(f"{what} {path}: cannot write into {folder} (missing or read-only)")
-
-
 def _images(source, split, need_labels=True):
     from cortexkit.formats.images import read_images
 
@@ -122,7 +109,6 @@ def _configs(data, opts):
 
 
 def _epoch_writer(run, log, checkpoint):
-    from cortexkit.formats.report import write_report
     from cortexkit.tools.pcn import api
 
     def on_epoch(record, model):
@@ -130,14 +116,14 @@ def _epoch_writer(run, log, checkpoint):
         run.detail(f"epoch {record.epoch}: loss {record.train_loss:.4f}, train top-1 "
                    f"{100 * record.train_top1:.2f} %{top}, {record.seconds:.1f} s")
         if log:
-            write_report(model.history, log)
-        if checkpoint:
+            run.write_report(model.history, log)
+        if checkpoint:  # written now: it must outlive a run that fails later
             run.write_artifact(api.model_tensors(model), KIND_MODEL, version=str(MODEL_VERSION),
-                               metadata=api.model_metadata(model), target=checkpoint)
+                               metadata=api.model_metadata(model), target=checkpoint, now=True)
     return on_epoch
 
 
-def _plot(path, history, trace):
+def _plot(run, path, history, trace):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -158,7 +144,7 @@ def _plot(path, history, trace):
     ax2.set(xlabel="epoch", ylabel="top-1 %", title="accuracy")
     ax2.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    run.write_figure(fig, path, dpi=100)
     plt.close(fig)
 
 
@@ -181,18 +167,15 @@ def _model(run, source):
 @model_options
 @method_options
 @optim_options
-@click.option("--log", default=None, metavar="FILE.yaml", help="Per-epoch YAML log.")
-@click.option("--checkpoint", default=None, metavar="FILE",
-              help="Model of the last finished epoch (kept when a run diverges).")
-@click.option("--plot", default=None, metavar="PNG",
-              help="Error energy per layer over inference, accuracy per epoch (matplotlib).")
+@output_option("--log", metavar="FILE.yaml", help="Per-epoch YAML log.")
+@output_option("--checkpoint", metavar="FILE",
+               help="Model of the last finished epoch (kept when a run diverges).")
+@output_option("--plot", metavar="PNG",
+               help="Error energy per layer over inference, accuracy per epoch (matplotlib).")
 def train(run, data, split, test_data, test_split, log, checkpoint, plot, **opts):
     """Train a network with Meta-PCN, PC, iPC or backprop -> pcn-model."""
     from cortexkit.tools.pcn import api, distributed
 
-    for path, what in ((run.output, "-o"), (log, "--log"), (checkpoint, "--checkpoint"),
-                       (plot, "--plot")):
-        _check_target(path, what)
     if plot:
         require_matplotlib()
     device = distributed.local_device(run.device)
@@ -209,7 +192,7 @@ def train(run, data, split, test_data, test_split, log, checkpoint, plot, **opts
         run.write_artifact(api.model_tensors(model), KIND_MODEL, version=str(MODEL_VERSION),
                            metadata=api.model_metadata(model, result.trace))
         if plot:
-            _plot(plot, model.history, result.trace)
+            _plot(run, plot, model.history, result.trace)
     distributed.shutdown()
 
 

@@ -190,6 +190,7 @@ def test_out_of_range_options_are_usage_errors(cli, one_line_error, tables, tmp_
     (["--label", "nope"], "no label column"),
     (["--constraint", "missing.yaml"], "not one of"),
     (["--sensitive", "x1"], "at most 256 are supported"),
+    (["--drop", "x1,y"], "--drop names the label column 'y'"),
 ])
 def test_bad_options_fail_before_training(cli, one_line_error, tables, tmp_path, extra, fragment):
     train, _ = tables

@@ -77,6 +77,19 @@ def test_stray_text_cell_in_numeric_column_is_an_error(cli, one_line_error, tmp_
     one_line_error(p, f"{TOOL} train", "nope")
 
 
+@pytest.mark.parametrize("cell", ["inf", "1e400", "-inf"])
+def test_infinite_cell_in_numeric_column_is_an_error_not_a_category(cli, one_line_error, tmp_path, cell):
+    """Issue 16: inf or 1e400 turned the column categorical and trained (an existing -o replaced)."""
+    cols = _rows()
+    cols["x"] = cols["x"].astype(object)
+    cols["x"][4] = cell
+    out = tmp_path / "m.st"
+    out.write_bytes(b"an earlier model")
+    p = cli(TOOL, "train", _csv(tmp_path / "t.csv", cols), "--label", "y", *FAST, "-o", out)
+    one_line_error(p, f"{TOOL} train", "t.csv: column 'x', data row 5", "not a finite number")
+    assert out.read_bytes() == b"an earlier model"
+
+
 def test_convert_train_evaluate_pipe(sh, shared_data, tmp_path):
     """Three tools: convert's table artifact (text columns categorical) into train, into evaluate."""
     adult = shared_data / "dpfair" / "adult" / "adult_purified.csv"

@@ -220,3 +220,17 @@ def test_dlc_csv_files_with_a_calibration_match_the_views_artifact_and_units_are
             "-o", out)
     one_line_error(p, "fit-avatar triangulate", 'units = "m"', "--units m")
     assert not out.exists()
+
+
+def test_plot_and_export_targets_are_checked_before_any_input_is_read(cli, one_line_error, tmp_path):
+    """--plot of track and -o of export are base outputs (issue 16): a folder that does not exist
+    or a folder as the target fails first, naming the option, even though the inputs are missing."""
+    nodir = tmp_path / "nodir"
+    p = cli("fit-avatar", "track", tmp_path / "a.st", tmp_path / "v.st", "--plot", nodir / "p.png",
+            "-o", tmp_path / "poses.st")
+    one_line_error(p, "fit-avatar track", f"--plot {nodir / 'p.png'}", "does not exist")
+    p = cli("fit-avatar", "export", tmp_path / "a.st", tmp_path / "p.st", "-o", nodir / "x.glb")
+    one_line_error(p, "fit-avatar export", f"-o {nodir / 'x.glb'}", "does not exist")
+    p = cli("fit-avatar", "export", tmp_path / "a.st", tmp_path / "p.st", "-o", tmp_path)
+    one_line_error(p, "fit-avatar export", "is a folder")
+    assert list(tmp_path.iterdir()) == []

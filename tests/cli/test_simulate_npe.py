@@ -421,6 +421,28 @@ def test_bad_input_one_line_errors(cli, work, one_line_error):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("metrics", ["", ",", " , "])
+def test_a_metric_list_naming_no_metric_is_an_error(cli, work, one_line_error, metrics):
+    """Issue 16: --metrics '' evaluated nothing and reported an empty summary with exit 0."""
+    cli(TOOL, "simulate", "--task", "two_moons", "-n", "40", "--seed", "1", "-o", work / "s.st")
+    out = work / "never.yaml"
+    p = cli(TOOL, "evaluate", work / "s.st", "--reference", work / "s.st", "--metrics", metrics, "-o", out)
+    one_line_error(p, f"{TOOL} evaluate", "--metrics", "names no metric")
+    assert not out.exists()
+
+
+def test_a_prior_of_another_size_than_the_task_is_an_error(cli, work, one_line_error):
+    """Issue 16: a 3-parameter prior for two_moons (2 parameters) simulated without a word."""
+    prior = work / "p3.yaml"
+    prior.write_text("".join(f"- {{name: {n}, dist: uniform, low: -1, high: 1}}\n" for n in "abc"))
+    out = work / "never.st"
+    p = cli(TOOL, "simulate", "--task", "two_moons", "--prior", prior, "-n", "5", "-o", out)
+    one_line_error(p, f"{TOOL} simulate", "3 parameters (a, b, c)", "task two_moons takes 2")
+    p = cli(TOOL, "train", "--method", "npe", "--task", "two_moons", "--prior", prior, "--hf", out, "-o", out)
+    one_line_error(p, f"{TOOL} train", "task two_moons takes 2")
+    assert not out.exists()
+
+
 def test_figure4_smoke_mf_npe_beats_npe_on_the_paper_ou_data(cli, shared_data, tmp_path):
     """OU, LF 10^3, HF 100, 3 observations, 2 seeds: MF-NPE's RF-C2ST below NPE's on average."""
     import yaml

@@ -238,6 +238,35 @@ def test_divergence_names_epoch_and_layer_and_keeps_checkpoint(cli, data, one_li
     assert not out.exists() and ckpt.read_bytes() == before
 
 
+def test_checkpoint_outlives_a_run_that_fails_after_an_epoch(sh, data, tmp_path):
+    """The run finishes its epochs, then fails writing -o to a closed pipe: every staged output
+    (-o, --log) is gone, but the checkpoint of the last finished epoch must stay (issue 16)."""
+    train, _ = data
+    ckpt, log = tmp_path / "c.st", tmp_path / "log.yaml"
+    p = sh(f"cortexkit {TOOL} train {train} {' '.join(FAST)} --checkpoint {ckpt} --log {log} -q "
+           "| true")
+    assert p.returncode == 1, p.stderr
+    assert not log.exists()
+    from cortexkit.formats.artifact import read_artifact
+
+    history = read_artifact(ckpt, "pcn-model").meta_json("pcn.history")
+    assert [r["epoch"] for r in history] == [1, 2]
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["c.st", "test.safetensors",
+                                                           "train.safetensors"]
+
+
+def test_secondary_outputs_are_checked_by_the_base_before_work(cli, data, one_line_error,
+                                                               tmp_path):
+    train, _ = data
+    for flag in ("--log", "--checkpoint", "--plot"):
+        p = cli(TOOL, "train", train, *FAST, flag, tmp_path / "nodir" / "x", "-o", tmp_path / "m.st")
+        one_line_error(p, f"{TOOL} train", f"{flag} {tmp_path / 'nodir' / 'x'}", "does not exist")
+    p = cli(TOOL, "train", train, *FAST, "--log", tmp_path / "same", "--checkpoint",
+            tmp_path / "same", "-o", tmp_path / "m.st")
+    one_line_error(p, f"{TOOL} train", "the same file")
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["test.safetensors", "train.safetensors"]
+
+
 def test_bad_evaluation_input(cli, model, one_line_error, tmp_path):
     images, labels = make_images(12)
     wrong = write_set(tmp_path / "wrong.st", images, labels + 5)

@@ -90,3 +90,60 @@ def test_unreadable_metadata_yaml_and_json_name_the_file():
         art.config
     with pytest.raises(CortexError, match="f.st: metadata 'k' is not valid JSON"):
         art.meta_json("k")
+
+
+# The model kinds of the tools that landed after the schema work: each is registered by its
+# command module, and a NaN weight or a damaged layout is refused on read (issue 16).
+_COPULA_META = {"copula.columns": '["a", "b"]', "copula.copula": '"gaussian"',
+                "copula.marginals": '"ecdf"', "copula.n_train": "4"}
+MODELS = {
+    "pcn-model": ("cortexkit.cli.train_pcn", "blocks.0.layer.weight",
+                  {"blocks.0.layer.weight": np.ones((3, 4), np.float32),
+                   "blocks.0.layer.bias": np.zeros(3, np.float32)},
+                  {"pcn.network": "{}", "pcn.method": "{}", "pcn.preprocess": "{}"}),
+    "copula-model": ("cortexkit.cli.estimate_copula", "corr",
+                     {"marginals.sizes": np.array([2, 2]), "marginals.knots_x": np.arange(4.0),
+                      "marginals.knots_u": np.full(4, 0.5), "corr": np.eye(2),
+                      "net.0.weight": np.ones((2, 2), np.float32)}, _COPULA_META),
+    "eeg-tokenizer": ("cortexkit.cli.tokenize_eeg", "quantizer_t.codebook",
+                      {"quantizer_t.codebook": np.ones((16, 8), np.float32),
+                       "quantizer_t.initted": np.array([True])},
+                      {"eeg.model": "{}", "eeg.preprocessing": "{}"}),
+}
+
+
+def _model_file(tmp_path, kind, tensors, meta):
+    path = tmp_path / f"{kind}.st"
+    path.write_bytes(encode(tensors, build_metadata(kind, version="1", extra=meta)))
+    return path
+
+
+@pytest.mark.parametrize("kind", sorted(MODELS))
+def test_model_kinds_of_every_tool_refuse_nan_weights(tmp_path, kind):
+    import importlib
+
+    module, weight, tensors, meta = MODELS[kind]
+    importlib.import_module(module)
+    read_artifact(_model_file(tmp_path, kind, tensors, meta), kind, framework="np")
+    bad = {**tensors, weight: np.where(np.eye(*tensors[weight].shape, dtype=bool), np.nan,
+                                       tensors[weight]).astype(tensors[weight].dtype)}
+    path = _model_file(tmp_path, kind, bad, meta)
+    with pytest.raises(CortexError, match=f"{path}: tensor '{weight}' of the {kind} holds"):
+        read_artifact(path, kind, framework="np")
+    with pytest.raises(CortexError, match="written by a newer cortexkit"):
+        path.write_bytes(encode(tensors, build_metadata(kind, version="9", extra=meta)))
+        read_artifact(path, kind, framework="np")
+
+
+@pytest.mark.parametrize("change,fragment", [
+    ({"marginals.sizes": np.array([2, 3])}, "sums to 5"),
+    ({"corr": np.eye(3)}, "expected d = 2"),
+    ({"marginals.knots_x": np.arange(4.0).astype(np.int64)}, "expected a float"),
+])
+def test_copula_model_layout_is_checked(tmp_path, change, fragment):
+    import cortexkit.cli.estimate_copula  # noqa: F401  (registers the schema)
+
+    _, _, tensors, meta = MODELS["copula-model"]
+    path = _model_file(tmp_path, "copula-model", {**tensors, **change}, meta)
+    with pytest.raises(CortexError, match=fragment):
+        read_artifact(path, "copula-model", framework="np")

@@ -281,6 +281,9 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
     need_columns(table, dropped, "--drop", source)
     if label in sens:
         raise CortexError(f"--label {label!r} is also named in --sensitive")
+    if label in dropped:
+        raise CortexError(f"--drop names the label column {label!r}; the label is never a feature, so drop "
+                          "only feature columns (or choose another --label)")
     tab.check_missing(table, [label] + sens, source)
     classes = tab.label_classes(table[label], label)
     n = len(table[label])
@@ -290,7 +293,7 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
         raise CortexError(f"{source}: no feature columns left after label, sensitive and --drop")
     tab.check_missing(table, features, source)
     encoder = tab.TableEncoder.fit(table, features, standardize=config.standardize,
-                                   categorical=set(config.categorical) | table.categorical)
+                                   categorical=set(config.categorical) | table.categorical, source=source)
     rc = _constraints(table, config, classes, features, warn)
     if rc is not None and rc.partition.n_cells > MAX_CELLS:
         sizes = ", ".join(f"{a}: {len(l)}" for a, l in zip(rc.partition.attributes, rc.partition.levels))

@@ -39,6 +39,24 @@ def check_missing(columns: dict[str, list[str]], names: list[str], source: str |
                              f"drop or impute those rows first")
 
 
+def _is_number(v: str) -> bool:
+    try:
+        float(v)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_infinite(cells: list, vals: list, column: str, source: str | None) -> None:
+    """A column whose cells are all numbers but some infinite: an error, not a categorical column."""
+    bad = [i for i, v in enumerate(vals) if v is None]
+    if bad and all(_is_number(str(cells[i])) for i in bad):
+        where = f"{source}: " if source else ""
+        raise ValueError(f"{where}column {column!r}, data row {bad[0] + 1}: {str(cells[bad[0]]).strip()!r} is "
+                         f"not a finite number ({len(bad)} such cell(s)); fix or drop those rows, or "
+                         f"declare the column categorical")
+
+
 def label_classes(values: list[str], column: str) -> list[str]:
     """Sorted class names of a binary/categorical label; ValueError for continuous labels."""
     uniq = sorted(set(str(v).strip() for v in values))
@@ -65,14 +83,18 @@ class TableEncoder:
 
     @classmethod
     def fit(cls, table: dict[str, list[str]], columns: list[str], standardize: bool = True,
-            categorical: Iterable[str] = ()) -> "TableEncoder":
+            categorical: Iterable[str] = (), source: str | None = None) -> "TableEncoder":
         """Numeric columns are z-scored unless named in ``categorical`` (numerically coded categories,
-        one-hot encoded); a column with any cell that is not a number is categorical."""
-        check_missing(table, columns)
+        one-hot encoded); a column with any cell that is not a number is categorical. A numeric
+        column with an infinite cell (``inf``, ``1e400``) is a ValueError naming the row, not a
+        category of its own."""
+        check_missing(table, columns, source)
         enc = cls(list(columns), standardize=standardize)
         declared = set(categorical)
         for c in columns:
             vals = [_parse_float(str(v)) for v in table[c]]
+            if c not in declared:
+                _check_infinite(table[c], vals, c, source)
             if c not in declared and all(v is not None for v in vals):
                 x = np.array(vals, dtype=np.float64)
                 std = float(x.std()) if standardize else 1.0

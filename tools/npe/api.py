@@ -771,6 +771,8 @@ def evaluate_config(metrics: str, *, samples: bool, reference: bool, posterior: 
         raise CortexError("nothing to evaluate: give SAMPLES with --reference, or --posterior with --x-o or --sbc")
     if samples and not reference:
         raise CortexError("SAMPLES need --reference FILE (reference posterior samples)")
+    if samples and not wanted:
+        raise CortexError(f"--metrics {metrics!r} names no metric; use one or more of rf-c2st, mlp-c2st, mmd")
     if (x_o or sbc) and not posterior:
         raise CortexError("--x-o (NLTP) and --sbc need --posterior POSTERIOR")
     if posterior and not (x_o or sbc):

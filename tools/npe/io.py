@@ -74,9 +74,15 @@ def read_prior(prior_path: str | None, task: str | None = None) -> Prior | None:
         except yaml.YAMLError as exc:
             raise CortexError(f"--prior {prior_path}: not valid YAML ({str(exc).splitlines()[0]})") from None
         try:
-            return Prior.from_spec(spec)
+            prior = Prior.from_spec(spec)
         except ValueError as exc:
             raise CortexError(f"--prior {prior_path}: {exc}") from None
+        if task:  # a task's simulator reads a fixed number of parameters
+            want = get_task(task).prior
+            if prior.dim != want.dim:
+                raise CortexError(f"--prior {prior_path}: {prior.dim} parameters ({', '.join(prior.names)}), "
+                                  f"but task {task} takes {want.dim} ({', '.join(want.names)})")
+        return prior
     if task:
         return get_task(task).prior
     return None
