@@ -32,8 +32,9 @@ def _read_matrix(source: str, columns: list[str] | None = None, drop: str | None
     table = read_table(source)
     if table.n_rows == 0:
         raise CortexError(f"{table.source}: the table has no rows")
-    names = columns or [n for n in table.names if n not in set(_names(drop))]
     table.require(_names(drop))
+    dropped = set(_names(drop))   # applies to --columns too: "--columns a,b --drop b" keeps only a
+    names = [n for n in (columns or table.names) if n not in dropped]
     return table.matrix(names), list(names)
 
 

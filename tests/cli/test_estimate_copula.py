@@ -181,8 +181,9 @@ def test_duplicated_and_comonotone_columns_are_named_in_a_warning(cli, tmp_path)
     proc = cli(TOOL, "fit", "dup.csv", "--copula", "gaussian", "-o", "m.st", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "'area' and 'area3'" in proc.stderr and "'width' and 'width_copy'" in proc.stderr
-    proc = cli(TOOL, "fit", "dup.csv", "--copula", "gaussian", "--drop", "area3,width_copy", "-o", "m2.st",
-               cwd=tmp_path)
+    proc = cli(TOOL, "fit", "dup.csv", "--copula", "gaussian", "--columns", "area,width,area3,width_copy",
+               "--drop", "area3,width_copy", "-o", "m2.st", cwd=tmp_path)   # --drop applies to --columns too
     assert proc.returncode == 0 and "warning" not in proc.stderr
+    assert "2 columns" in proc.stderr
     rep = yaml.safe_load(cli(TOOL, "evaluate", "m.st", "dup.csv", "--samples", "100", cwd=tmp_path).stdout)
     assert np.isfinite(rep["ll"])   # the ridge keeps the singular Gaussian copula finite
