@@ -33,4 +33,8 @@ f)
   # the 2-D mixture (CDC vs TLL vine) on two more seeds (issue 19 audit)
   python $B run --dataset mixture2 --seeds 1,2 --models gaussian,vine,cdc --hidden 128 --depth 2 --lr 1e-3 --cdc-seconds 150 --timeout 420 --out $R/mixture2_seeds12.yaml
   ;;
+g)
+  # the 8-D Student-t exactness case on two more seeds (issue 19 audit)
+  python $B run --dataset student8 --seeds 1,2 --models gaussian,cdc --hidden 128 --depth 2 --lr 1e-3 --cdc-seconds 150 --proposals issue --timeout 330 --out $R/student8_seeds12.yaml
+  ;;
 esac
