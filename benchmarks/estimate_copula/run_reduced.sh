@@ -37,4 +37,10 @@ g)
   # the 8-D Student-t exactness case on two more seeds (issue 19 audit)
   python $B run --dataset student8 --seeds 1,2 --models gaussian,cdc --hidden 128 --depth 2 --lr 1e-3 --cdc-seconds 150 --proposals issue --timeout 330 --out $R/student8_seeds12.yaml
   ;;
+h)
+  # the 5-D Gumbel and 2-D Clayton exactness cases on two more seeds (issue 19 audit)
+  for d in gumbel5 clayton2; do
+    python $B run --dataset $d --seeds 1,2 --models gaussian,cdc --hidden 128 --depth 2 --lr 1e-3 --cdc-seconds 150 --proposals issue --timeout 280 --out $R/${d}_seeds12.yaml
+  done
+  ;;
 esac
