@@ -33,8 +33,9 @@ def _read_matrix(source: str, columns: list[str] | None = None, drop: str | None
     table = read_table(source)
     if table.n_rows == 0:
         raise CortexError(f"{table.source}: the table has no rows")
-    names = columns or [n for n in table.names if n not in set(_names(drop))]
     table.require(_names(drop))
+    dropped = set(_names(drop))   # applies to --columns too: "--columns a,b --drop b" keeps only a
+    names = [n for n in (columns or table.names) if n not in dropped]
     return table.matrix(names), list(names)
 
 
@@ -147,13 +148,24 @@ PROPOSAL_HELP = ("log Z proposal: issue = 0.5 N(0, R) + 0.5 N(0, I); samples = a
               help=PROPOSAL_HELP + ".")
 def score(run, model, table, space, density, normalise, is_draws, proposal):
     """Per-row log copula density (and data-space log density) -> table."""
+    import numpy as np
+
     loaded, x = _model_rows(run, model, table)
+    out = loaded.score(x, space, density == "data")   # the rows are checked before the IS below
     log_z = loaded.log_z(is_draws, run.numpy_rng(1), run.progress, proposal) if normalise else None
     if loaded.copula == "cdc" and not normalise:
         run.warn("log_copula is the CDC's raw classifier ratio (unnormalised); add --normalise")
-    if log_z is not None and not log_z.trusted:
-        run.warn(f"importance-sampling ESS {100 * log_z.ess_fraction:.2g} % < 1 %: log Z unverified")
-    out = loaded.score(x, space, density == "data", log_z.log_z if log_z else 0.0)
+    if log_z is not None:
+        out = {k: v - log_z.log_z if k in ("log_copula", "log_density") else v for k, v in out.items()}
+        if not log_z.trusted:
+            run.warn(f"importance-sampling ESS {100 * log_z.ess_fraction:.2g} % < 1 %: log Z unverified")
+    outside = loaded.outside_support(x) if density == "data" else {}
+    if outside:
+        rows = int((~np.isfinite(out["log_marginals"])).sum())
+        run.warn(f"{rows} of {len(x)} rows lie outside the training range of column(s) "
+                 + ", ".join(f"'{c}' ({k})" for c, k in outside.items())
+                 + f": the {loaded.marginals.kind} marginals give them density 0, so their "
+                 "log_marginals and log_density are -inf")
     meta = {"copula.normalised": str(bool(normalise or loaded.copula != "cdc")).lower()}
     if log_z is not None:
         meta.update({"copula.log_z": repr(log_z.log_z), "copula.ess_fraction": repr(log_z.ess_fraction),

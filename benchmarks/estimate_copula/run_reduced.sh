@@ -29,4 +29,18 @@ e)
   # 5-seed protocol on MAGIC (seeds 0..4, 80/20 each), CDC time-boxed to 90 s, IS 2x10^5 per proposal
   python $B run --dataset magic --seeds 0,1,2,3,4 --models gaussian,vine,cdc --cdc-seconds 90 --is-draws 200000 --proposals issue,samples --timeout 1500 --out $R/magic_5seeds.yaml
   ;;
+f)
+  # the 2-D mixture (CDC vs TLL vine) on two more seeds (issue 19 audit)
+  python $B run --dataset mixture2 --seeds 1,2 --models gaussian,vine,cdc --hidden 128 --depth 2 --lr 1e-3 --cdc-seconds 150 --timeout 420 --out $R/mixture2_seeds12.yaml
+  ;;
+g)
+  # the 8-D Student-t exactness case on two more seeds (issue 19 audit)
+  python $B run --dataset student8 --seeds 1,2 --models gaussian,cdc --hidden 128 --depth 2 --lr 1e-3 --cdc-seconds 150 --proposals issue --timeout 330 --out $R/student8_seeds12.yaml
+  ;;
+h)
+  # the 5-D Gumbel and 2-D Clayton exactness cases on two more seeds (issue 19 audit)
+  for d in gumbel5 clayton2; do
+    python $B run --dataset $d --seeds 1,2 --models gaussian,cdc --hidden 128 --depth 2 --lr 1e-3 --cdc-seconds 150 --proposals issue --timeout 280 --out $R/${d}_seeds12.yaml
+  done
+  ;;
 esac

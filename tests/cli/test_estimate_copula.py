@@ -149,7 +149,29 @@ def test_bad_input_gives_one_line_errors_and_no_output(cli, model, one_line_erro
                    f"{TOOL} simulate", "theta")
     proc = cli(TOOL, "fit", "ok.csv", "--copula", "gaussian", "-o", "no/such/dir/m.st", cwd=tmp)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert not (tmp / "o.st").exists()
+    # pseudo-observations outside [0, 1] are refused, not clipped into the cube
+    _csv(tmp / "cube.csv", ["a", "b", "c"], [[0.5, 1.5, 0.2], [0.1, 0.2, 0.3]])
+    one_line_error(cli(TOOL, "transform", "m.st", "cube.csv", "--from", "cube", "-o", "o.st", cwd=tmp),
+                   f"{TOOL} transform", "'b', row 1", "[0, 1]")
+    # held-out tables whose sample metrics are undefined: no NaN in the report, one line instead
+    held = rng.standard_normal((40, 3))
+    held[:, 2] = 0.25
+    _csv(tmp / "held_const.csv", ["a", "b", "c"], held.tolist())
+    one_line_error(cli(TOOL, "evaluate", "m.st", "held_const.csv", "-o", "o.yaml", cwd=tmp),
+                   f"{TOOL} evaluate", "'c'", "Kendall tau")
+    one_line_error(cli(TOOL, "evaluate", "m.st", "cube.csv", "--input", "cube", "-o", "o.yaml", cwd=tmp),
+                   f"{TOOL} evaluate", "'b', row 1")
+    _csv(tmp / "three.csv", ["a", "b", "c"], rng.standard_normal((3, 3)).tolist())
+    one_line_error(cli(TOOL, "evaluate", "m.st", "three.csv", "-o", "o.yaml", cwd=tmp), f"{TOOL} evaluate",
+                   "too few")
+    assert not (tmp / "o.st").exists() and not (tmp / "o.yaml").exists()
+    # rows beyond the training range have data-space density 0: scored, but named in a warning
+    far = rng.uniform(-0.5, 0.5, (20, 3))   # inside the training range but for column a below
+    far[:4, 0] = 50.0
+    _csv(tmp / "far.csv", ["a", "b", "c"], far.tolist())
+    proc = cli(TOOL, "score", "m.st", "far.csv", "--density", "data", "-o", "far.st", cwd=tmp)
+    assert proc.returncode == 0 and "4 of 20 rows" in proc.stderr and "'a' (4)" in proc.stderr, proc.stderr
+    assert np.isinf(_table(tmp / "far.st").column("log_density")[:4]).all()
 
 
 def test_duplicated_and_comonotone_columns_are_named_in_a_warning(cli, tmp_path):
@@ -159,8 +181,9 @@ def test_duplicated_and_comonotone_columns_are_named_in_a_warning(cli, tmp_path)
     proc = cli(TOOL, "fit", "dup.csv", "--copula", "gaussian", "-o", "m.st", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "'area' and 'area3'" in proc.stderr and "'width' and 'width_copy'" in proc.stderr
-    proc = cli(TOOL, "fit", "dup.csv", "--copula", "gaussian", "--drop", "area3,width_copy", "-o", "m2.st",
-               cwd=tmp_path)
+    proc = cli(TOOL, "fit", "dup.csv", "--copula", "gaussian", "--columns", "area,width,area3,width_copy",
+               "--drop", "area3,width_copy", "-o", "m2.st", cwd=tmp_path)   # --drop applies to --columns too
     assert proc.returncode == 0 and "warning" not in proc.stderr
+    assert "2 columns" in proc.stderr
     rep = yaml.safe_load(cli(TOOL, "evaluate", "m.st", "dup.csv", "--samples", "100", cwd=tmp_path).stdout)
     assert np.isfinite(rep["ll"])   # the ridge keeps the singular Gaussian copula finite

@@ -8,8 +8,9 @@ Modules:
   log-densities and samplers (ground truth for tests and ``simulate``).
 * :mod:`cdc`         the classification-diffusion copula (density in one forward pass, DDPM sampling).
 * :mod:`reflection`  the reflection copula (billiard in the cube; fast sampling, no density).
-* :mod:`baselines`   independence and Gaussian copula fitted on the training data.
 * :mod:`metrics`     log Z by importance sampling with ESS, W2 on the Gaussian scale, Kendall-tau
   Frobenius error, KS against U(0,1).
-* :mod:`model`       one fitted model (marginals + copula) to and from artifact tensors.
+* :mod:`model`       one fitted model (marginals + copula: CDC, reflection, or the closed-form
+  independence and Gaussian baselines fitted on the training data), its checks of bad input,
+  evaluation, and artifact tensors.
 """

@@ -57,7 +57,12 @@ class CopulaModel:
 
     # ---------------------------------------------------------------- transforms
     def to_space(self, x: np.ndarray, source: str, target: str) -> np.ndarray:
-        """(rows, d) values in space ``source`` -> ``target`` (data, cube or gaussian)."""
+        """(rows, d) values in space ``source`` -> ``target`` (data, cube or gaussian).
+
+        Pseudo-observations (``source`` cube) must lie in [0, 1]: a value outside is refused by
+        name rather than clipped into the cube silently."""
+        if source == "cube":
+            check_cube(x, self.columns)
         if source == target:
             return np.asarray(x, dtype=np.float64)
         u = {"data": lambda: self.marginals.cdf(x), "cube": lambda: np.asarray(x, np.float64),
@@ -109,6 +114,18 @@ class CopulaModel:
                 raise ValueError("the data-space density needs rows in data space (--input data)")
             out["log_marginals"] = self.marginals.log_density(x).sum(1)
             out["log_density"] = out["log_copula"] + out["log_marginals"]
+        return out
+
+    def outside_support(self, x: np.ndarray) -> dict[str, int]:
+        """{column: rows} of (rows, d) data-space rows outside each column's stored marginal
+        support (the training range), where the data-space density is 0 (log -inf)."""
+        x = np.asarray(x, dtype=np.float64)
+        out = {}
+        for j, name in enumerate(self.columns):
+            kx = self.marginals.knots_x[j]
+            count = int(((x[:, j] < kx[0]) | (x[:, j] > kx[-1])).sum())
+            if count:
+                out[name] = count
         return out
 
     # ---------------------------------------------------------------- sampling
@@ -172,6 +189,27 @@ class CopulaModel:
 
 
 # -------------------------------------------------------------------- data checks
+
+def check_cube(u: np.ndarray, columns: list[str]) -> None:
+    """Refuse (rows, d) pseudo-observations outside [0, 1], naming the first bad column and row."""
+    u = np.asarray(u, dtype=np.float64)
+    bad = ~((u >= 0) & (u <= 1))
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        raise ValueError(f"column '{columns[col]}', row {row + 1}: {u[row, col]:g} is not a pseudo-observation "
+                         f"in [0, 1] ({int(bad.sum())} such cell(s)); is the table in data space?")
+
+
+def check_held_out(u: np.ndarray, columns: list[str], minimum: int = 10) -> None:
+    """Refuse a held-out table whose sample metrics are undefined: fewer than ``minimum`` rows, or a
+    column whose pseudo-observations are all equal (Kendall tau is undefined there)."""
+    if len(u) < minimum:
+        raise ValueError(f"{len(u)} held-out rows are too few to evaluate (need at least {minimum})")
+    const = [c for c, col in zip(columns, np.asarray(u).T) if np.ptp(col) == 0]
+    if const:
+        raise ValueError(f"held-out column(s) {', '.join(map(repr, const))} take one value on the model's "
+                         "marginal scale (constant, or all beyond the training range): Kendall tau is undefined")
+
 
 def check_training_data(x: np.ndarray, columns: list[str], warn: Callable[[str], None]) -> None:
     """Refuse what has no copula (too few rows, constant columns); warn by name about duplicated
@@ -237,8 +275,9 @@ def evaluate_model(model: CopulaModel, x: np.ndarray, config: EvalConfig, *, gen
     """Held-out report on (rows, d) values in ``space``: normalised LL with log Z and ESS, the
     Gaussian-copula baseline from the same training correlation, W2 (Gaussian scale, equal n),
     Kendall-tau Frobenius error, per-dimension KS of the samples, times."""
-    z_test = model.to_space(x, space, "gaussian")
     u_test = model.to_space(x, space, "cube")
+    check_held_out(u_test, model.columns)
+    z_test = model.to_space(x, space, "gaussian")
     rep: dict = {"copula": model.copula, "rows": int(len(x)), "dim": model.dim}
     gauss = CopulaModel(model.columns, model.marginals, model.corr, "gaussian", model.ridge)
     rep["gaussian_copula_ll"] = float(gauss.log_copula_z(z_test).mean())
@@ -282,4 +321,16 @@ def evaluate_model(model: CopulaModel, x: np.ndarray, config: EvalConfig, *, gen
     g_s = gauss.sample(m, generator, "gaussian")
     rep["gaussian_copula_w2"] = metrics.w2_gaussian(g_s, z_test[pick])
     rep["gaussian_copula_tau_frobenius"] = metrics.tau_frobenius(mg.to_cube(g_s), u_test[pick])
+    bad = [k for k, v in _numbers(rep) if not np.isfinite(v)]
+    if bad:   # never a silent NaN or inf in a report
+        raise ValueError(f"non-finite figure(s) in the evaluation: {', '.join(bad)}")
     return rep
+
+
+def _numbers(rep: dict, prefix: str = ""):
+    """(dotted key, value) of every float in a nested report."""
+    for k, v in rep.items():
+        if isinstance(v, dict):
+            yield from _numbers(v, f"{prefix}{k}.")
+        elif isinstance(v, float):
+            yield f"{prefix}{k}", v
