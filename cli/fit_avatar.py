@@ -10,6 +10,7 @@ import click
 from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
 from cortexkit.cli.options import OutputPath
 from cortexkit.formats.errors import CortexError
+from cortexkit.tools.avatar import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 group = tool_group(
     "fit-avatar",

@@ -234,3 +234,61 @@ def test_plot_and_export_targets_are_checked_before_any_input_is_read(cli, one_l
     p = cli("fit-avatar", "export", tmp_path / "a.st", tmp_path / "p.st", "-o", tmp_path)
     one_line_error(p, "fit-avatar export", "is a folder")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_damaged_views_avatar_and_poses_are_refused_on_read(cli, fox, tmp_path, one_line_error):
+    """Issue 16's schema on read for the three fit-avatar kinds: a NaN rotation, an avatar whose faces
+    point past its vertices, names that disagree with the tensors, a negative confidence: one line
+    naming the file and the tensor, before any work and with no output."""
+    import torch
+
+    from cortexkit.formats.artifact import read_artifact, write_artifact
+    from cortexkit.formats.gltf import read_gltf
+    from cortexkit.tools.avatar.io import avatar_to_tensors, poses_to_tensors
+    from cortexkit.tools.avatar.model import Pose, Shape, template_from_mesh
+
+    mesh = read_gltf(fox)
+    tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
+                             mesh.rest_world, unit_mm=10.0)
+    tensors, meta = avatar_to_tensors(tpl, Shape.neutral(tpl))
+    pose = Pose.zeros(3, tpl)
+    p_tensors, p_meta = poses_to_tensors(pose, torch.zeros(3), torch.zeros(3), torch.ones(3, 2, dtype=torch.bool),
+                                         0.0, tpl.joint_names)
+
+    def save(name, kind, t, m):
+        write_artifact(tmp_path / name, t, kind, metadata=m)
+        return tmp_path / name
+
+    good_a, good_p = save("a.st", "avatar", tensors, meta), save("p.st", "avatar-poses", p_tensors, p_meta)
+    out = tmp_path / "x.glb"
+    assert cli("fit-avatar", "export", good_a, good_p, "-o", out).returncode == 0
+    out.unlink()
+    faces = tensors["template.faces"].clone()
+    faces[0, 0] = len(tensors["template.vertices"])
+    rot = p_tensors["rotations"].clone()
+    rot[1, 2, 0] = float("nan")
+    for avatar, poses, fragment in (
+            (save("f.st", "avatar", {**tensors, "template.faces": faces}, meta), good_p, "'template.faces'"),
+            (save("m.st", "avatar", tensors, {"cortexkit.avatar": {**meta["cortexkit.avatar"], "joint_names": ["a"]}}),
+             good_p, "joint_names"),
+            (good_a, save("r.st", "avatar-poses", {**p_tensors, "rotations": rot}, p_meta), "'rotations'"),
+            (good_a, save("n.st", "avatar-poses", p_tensors, {**p_meta, "cortexkit.joint_names": ["a", "b"]}),
+             "names 2 joints")):
+        p = cli("fit-avatar", "export", avatar, poses, "-o", out)
+        one_line_error(p, "fit-avatar export", fragment)
+        assert not out.exists()
+    views = tmp_path / "views.st"
+    assert cli("fit-avatar", "synth", fox, "--template-units", "cm", *SMALL.split(), "--no-masks",
+               "-o", views).returncode == 0
+    art = read_artifact(views, framework="np")
+    keep = {k: v for k, v in art.metadata.items() if k.startswith("cortexkit.") and k.split(".")[1] in
+            ("camera_names", "keypoint_names", "fps")}
+    conf = art.tensors["confidence"].copy()
+    conf[0, 0, 0] = -1.0
+    for t, m, fragment in (({**art.tensors, "confidence": conf}, keep, "'confidence'"),
+                           (art.tensors, {**keep, "cortexkit.camera_names": '["a"]'}, "names 1 cameras")):
+        bad = tmp_path / "bad_views.st"
+        write_artifact(bad, t, "avatar-views", metadata=m)
+        p = cli("fit-avatar", "triangulate", bad, "-o", tmp_path / "pts.st")
+        one_line_error(p, "fit-avatar triangulate", str(bad), fragment)
+        assert not (tmp_path / "pts.st").exists()

@@ -110,6 +110,22 @@ def test_encode_decode_evaluate(cli, capsys, trained, shared_data, tmp_path):
     sig = read(tmp_path / "sig.st", "eeg-signal")
     assert sig.tensors["signal"].shape == (n, 19, 4, 200) and sig.tensors["amplitude"].shape[-1] == 200
     assert np.isfinite(sig.tensors["signal"]).all()
+    # damaged tokens are refused on read, naming file and tensor (issue 16: a schema per kind)
+    from cortexkit.formats.artifact import write_artifact
+
+    meta = {k: v for k, v in art.metadata.items() if k.startswith("eeg.")}
+    negative, source = art.tensors["token_f"].copy(), art.tensors["window_source"].copy()
+    negative[0, 0, 0], source[-1] = -1, 5
+    for tensors, metadata, fragment in (
+            ({**art.tensors, "token_f": negative}, meta, "'token_f'"),
+            ({**art.tensors, "window_source": source}, meta, "'window_source' points past the 1 files"),
+            (art.tensors, {**meta, "eeg.channels": '["CZ"]'}, "does not name the 19 channels"),
+            ({k: v for k, v in art.tensors.items() if k != "window_start"}, meta, "no tensor 'window_start'")):
+        bad = tmp_path / "bad_tokens.st"
+        write_artifact(bad, tensors, "eeg-tokens", metadata=metadata)
+        code, err = inproc(capsys, "tokenize-eeg", "decode", tok, bad, "-o", tmp_path / "bad_sig.st")
+        one_line(code, err, "decode", fragment)
+        assert not (tmp_path / "bad_sig.st").exists()
     code, err = inproc(capsys, "tokenize-eeg", "evaluate", tok, run, "-o", tmp_path / "ev.yaml")
     assert code == 0, err
     import yaml
