@@ -48,6 +48,9 @@ train_options = option_set(
                  help="Cap on the calibrated number of steps."),
     click.option("--laplace-b", type=POSITIVE, default=0.03, show_default=True,
                  help="Histogram noise as INVERSE scale: Laplace(0, 1/b) per cell."),
+    click.option("--count-epsilon", type=POSITIVE, default=None,
+                 help="Budget spent once on the constraint cells' sizes (Laplace), which plan the batch size "
+                      "and the small-group checks. Default: 5 % of --epsilon."),
     click.option("--batch-size", type=POSITIVE, default=None,
                  help="Expected Poisson batch size B (rate q = B / n, at most 1). Default: planned from n and "
                       "the budget (the largest q at which --max-steps steps of sigma 10 fit; raised for small groups)."),
@@ -128,7 +131,7 @@ def _model_and_table(run, model: str, table: str, iterate: str, categorical: str
 # verbs
 
 # left out of --help (shown by --help-all and the man page): the paper's hyperparameters
-ADVANCED_TRAIN = ("positive_label", "max_steps", "laplace_b", "batch_size", "clip", "lr_dual", "dual_update",
+ADVANCED_TRAIN = ("positive_label", "max_steps", "laplace_b", "count_epsilon", "batch_size", "clip", "lr_dual", "dual_update",
                   "dual_momentum", "dual_max", "temperature", "hidden", "no_standardize", "histogram_batch",
                   "allow_small_groups")
 
@@ -143,9 +146,10 @@ def train(run, table, **options):
 
     data = _read_table(table, options["categorical"])
     config = _train_config(**options)
-    plan = dpfair.plan(data, config, source=_source(table), warn=run.warn)
+    plan = dpfair.plan(data, config, source=_source(table), warn=run.warn, seed=run.seed or 0)
     led = plan.ledger
     histogram = "no histogram" if led.laplace_b is None else f"laplace-b {led.laplace_b:g}"
+    histogram += f", count-epsilon {led.epsilon_counts:.3g}" if led.epsilon_counts else ""
     run.info(f"privacy: epsilon {led.epsilon_spent:.4g} (delta {led.delta:g}) over {led.steps} steps, sigma "
              f"{led.sigma:.4g}, {histogram}, q {led.sampling_rate:.4g} (expected batch {led.expected_batch_size:.0f}); "
              f"lr {plan.lr:.3g}" + (f", lr-dual {plan.lr_dual:.3g}" if plan.constraints is not None else ""))
@@ -208,6 +212,8 @@ ACCOUNT_SECONDS_PER_STEP = 3e-5
 @click.option("--sigma", type=POSITIVE, default=None, help="Gaussian noise multiplier (omit to calibrate it).")
 @click.option("--laplace-b", type=POSITIVE, default=None,
               help="Histogram noise as INVERSE scale (Laplace(0, 1/b)); omit for DP-SGD (no histogram).")
+@click.option("--count-epsilon", type=POSITIVE, default=None,
+              help="Add train's one-off Laplace release of the cell sizes (train's default: 5 % of epsilon).")
 @click.option("--sampling-rate", type=Float(0, 1, min_open=True), default=None, help="Poisson rate q.")
 @click.option("--batch-size", type=POSITIVE, default=None, help="Expected batch size B (with --n: q = B / n).")
 @click.option("--n", "n_records", type=click.IntRange(min=1), default=None, help="Training records n.")

@@ -45,6 +45,8 @@ def test_capped_steps_spend_the_budget_or_say_why(cli, tmp_path):
     q = led["sampling_rate"]
     acc.compose(dp_event.PoissonSampledDpEvent(q, dp_event.GaussianDpEvent(led["sigma"])), 20)
     acc.compose(dp_event.PoissonSampledDpEvent(q, dp_event.LaplaceDpEvent(1 / 0.2)), 20)
+    assert led["epsilon_counts"] == pytest.approx(0.05)                    # the planner's noisy cell sizes
+    acc.compose(dp_event.LaplaceDpEvent(1 / 0.05))
     assert acc.get_epsilon(1e-5) == pytest.approx(led["epsilon_spent"], rel=2e-3)
     # an explicit sigma is kept: a warning names the cap and the sigma that would spend the budget
     p = cli(TOOL, "train", train, *BASE[:-1], "--epsilon", "1", "--sigma", "10", "--max-steps", "20", "-o", out)
@@ -52,7 +54,7 @@ def test_capped_steps_spend_the_budget_or_say_why(cli, tmp_path):
     assert "below the target 1: the step search stopped at --max-steps 20; sigma" in p.stderr
     wanted = float(p.stderr.split("; sigma ")[1].split()[0])
     acc = cli(TOOL, "account", "--sigma", str(wanted), "--laplace-b", "0.2", "--sampling-rate", str(q),
-              "--steps", "20", "--epsilon", "1")
+              "--steps", "20", "--epsilon", "1", "--count-epsilon", "0.05")
     r = yaml.safe_load(acc.stdout)
     assert 0.98 <= r["epsilon"] <= 1 and r["within_budget"]
     # account says the same when its step search is capped
@@ -101,14 +103,17 @@ def test_negative_gamma_and_infeasible_constraints_fail_before_training(cli, one
 
 def test_tiny_group_is_an_error_unless_allowed(cli, one_line_error, tmp_path):
     def tiny(rows):
-        for row in rows[:3]:
+        for row in rows[:5]:
             row[1] = "X"
     train = _table(tmp_path / "t.csv", edit=tiny)
     out = tmp_path / "m.st"
-    p = cli(TOOL, "train", train, *BASE, "--sigma", "10", "--steps", "5", "--epsilon", "0.305", "-o", out)
-    one_line_error(p, f"{TOOL} train", "group ['X'] has an expected count of 0.6 per batch, below the 10.0 std")
+    # 5 rows: the planner sees 5 + Laplace(1/2) (--count-epsilon 2), about 1 per batch of 300 in 1500
+    budget = ["--max-steps", "5", "--epsilon", "3", "--count-epsilon", "2"]
+    p = cli(TOOL, "train", train, *BASE, *budget, "-o", out)
+    one_line_error(p, f"{TOOL} train", "group ['X'] has an expected count of", "per batch (noisy size), below the 10.0 std")
+    assert float(p.stderr.split("expected count of ")[1].split()[0]) < 2.0
     assert not out.exists()
-    p = cli(TOOL, "train", train, *BASE, "--sigma", "10", "--steps", "5", "--epsilon", "0.305", "--allow-small-groups", "-o", out)
+    p = cli(TOOL, "train", train, *BASE, *budget, "--allow-small-groups", "-o", out)
     assert p.returncode == 0 and out.exists()
 
 

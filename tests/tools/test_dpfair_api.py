@@ -80,11 +80,36 @@ def test_default_batch_steps_and_steps_sizes_come_from_n_budget_and_groups(tmp_p
     # under demographic parity the smallest group's batch count must be >= 7.07 Laplace stds (or q = 0.5)
     c = dpfair.plan(table, dpfair.TrainConfig(label="y", sensitive=["sex"], gamma=0.1, laplace_b=0.1,
                                               epsilon=1.0, max_steps=40))
-    smallest = min(table["sex"].count("F"), table["sex"].count("M"))
     noise_std = np.sqrt(2 * 1 * 2) / 0.1                                    # 1 cell x 2 classes per rate
+    # ... read from the cells' sizes plus Laplace noise of 5 % of epsilon (inside the guarantee, issue 23)
+    assert c.ledger.epsilon_counts == pytest.approx(0.05)
+    noisy = dpfair.api.noisy_cell_counts(c.cells, 2, 0.05, seed=0)
+    exact = np.bincount(c.cells, minlength=2)
+    assert 0 < np.abs(noisy - exact).max() < 200                            # scale 20: noisy, not exact
     qc = c.ledger.sampling_rate
-    assert 0.5 * smallest < 7.07 * noise_std and qc == 0.5                 # raised to the margin's cap ...
+    assert qc == pytest.approx(min(0.5, 7.07 * noise_std / noisy.min()), rel=1e-3)  # raised to the margin ...
+    assert qc > p.ledger.sampling_rate
     assert c.ledger.steps < 40 and 0.98 <= c.ledger.epsilon_spent <= 1.0   # ... so fewer steps fit
     assert c.lr_dual == pytest.approx(0.03 / 0.1 * np.sqrt(1000 / c.ledger.steps))
+    other = dpfair.plan(table, dpfair.TrainConfig(label="y", sensitive=["sex"], gamma=0.1, laplace_b=0.1,
+                                                  epsilon=1.0, max_steps=40, count_epsilon=0.01), seed=1)
+    noisy = dpfair.api.noisy_cell_counts(other.cells, 2, 0.01, seed=1)   # another seed, another noise
+    assert other.ledger.sampling_rate == pytest.approx(min(0.5, 7.07 * noise_std / noisy.min()), rel=1e-3)
     assert dpfair.plan(table, dpfair.TrainConfig(label="y", constraint="none", lr=0.1, batch_size=60,
                                                  max_steps=40)).ledger.sampling_rate == pytest.approx(0.1)
+
+
+def test_noisy_cell_counts_are_laplace_of_the_asked_scale_and_floored_at_zero():
+    """The planner's only view of the cells' sizes: count + Laplace(1 / count_epsilon), floored at 0
+    (pure count_epsilon-DP: one record moves one count by 1); exact when count_epsilon is 0."""
+    cells = np.repeat([0, 1, 2], [500, 40, 0])
+    draws = np.stack([dpfair.api.noisy_cell_counts(cells, 3, 0.1, seed=s) for s in range(4000)])
+    assert np.mean(np.abs(draws[:, 0] - 500)) == pytest.approx(10.0, rel=0.06)   # E|Laplace(b)| = b = 1 / 0.1
+    assert np.median(draws[:, 0]) == pytest.approx(500, abs=1.0)
+    assert draws.min() == 0 and np.mean(draws[:, 2] == 0) == pytest.approx(0.5, abs=0.03)  # floored at 0
+    assert np.array_equal(dpfair.api.noisy_cell_counts(cells, 3, 0.0), [500, 40, 0])
+    with pytest.raises(CortexError, match="--count-epsilon must be above 0 and below --epsilon 1"):
+        dpfair.api.count_epsilon(dpfair.TrainConfig(label="y", count_epsilon=1.5), True)
+    assert dpfair.api.count_epsilon(dpfair.TrainConfig(label="y", epsilon=2.0), True) == pytest.approx(0.1)
+    assert dpfair.api.count_epsilon(dpfair.TrainConfig(label="y", epsilon=2.0), False) == 0.0
+    assert dpfair.api.count_epsilon(dpfair.TrainConfig(label="y", non_private=True), True) == 0.0

@@ -19,6 +19,10 @@ draws the histogram's Poisson batch independently of the gradient's by default, 
 the paper's shared batch makes a jointly subsampled pair, which this under-states), with the PLD
 accountant (Doroshenko et al. connect-the-dots,
 pessimistic estimates).  Adjacency: add/remove one record.
+
+With constraints, the planner also releases the size of every constraint cell once, before
+training (Laplace, L1 sensitivity 1, pure ``count_epsilon``): the batch size and the small-group
+checks read those noisy counts, never the exact ones, and that release is composed in too.
 """
 from __future__ import annotations
 
@@ -56,6 +60,13 @@ def _laplace_step(laplace_b: float, sampling_rate: float):
         1.0 / laplace_b, sensitivity=1.0, sampling_prob=sampling_rate, use_connect_dots=True)
 
 
+@functools.lru_cache(maxsize=16)
+def _count_release(count_epsilon: float):
+    """PLD of the one-off Laplace release of the constraint cells' sizes (pure ``count_epsilon``)."""
+    return _pld().from_laplace_mechanism(
+        1.0 / count_epsilon, sensitivity=1.0, sampling_prob=1.0, use_connect_dots=True)
+
+
 def _check_args(sigma: float, laplace_b: float | None, sampling_rate: float, delta: float) -> None:
     if not (0.0 < sampling_rate <= 1.0):
         raise ValueError(f"sampling rate q must be in (0, 1], got {sampling_rate}")
@@ -67,11 +78,13 @@ def _check_args(sigma: float, laplace_b: float | None, sampling_rate: float, del
         raise ValueError(f"laplace_b (inverse Laplace scale) must be > 0 (inf: no noise), got {laplace_b}")
 
 
-def privacy_loss_distribution(sigma: float, laplace_b: float | None, sampling_rate: float, steps: int):
+def privacy_loss_distribution(sigma: float, laplace_b: float | None, sampling_rate: float, steps: int,
+                              count_epsilon: float = 0.0):
     """PLD of ``steps`` RaCO-DP steps, or None when the release is not private (infinite epsilon).
 
     ``laplace_b=None`` means no histogram is released (no constraints: plain DP-SGD).
-    ``sigma`` is the Gaussian noise multiplier (std / clip norm).
+    ``sigma`` is the Gaussian noise multiplier (std / clip norm). ``count_epsilon`` > 0 adds the
+    planner's one-off Laplace count of the constraint cells (L1 sensitivity 1, not subsampled).
     """
     if sigma == 0.0:
         return None
@@ -80,27 +93,29 @@ def privacy_loss_distribution(sigma: float, laplace_b: float | None, sampling_ra
     total = _gaussian_step(float(sigma), float(sampling_rate)).self_compose(steps)
     if laplace_b is not None:
         total = total.compose(_laplace_step(float(laplace_b), float(sampling_rate)).self_compose(steps))
+    if count_epsilon > 0:
+        total = total.compose(_count_release(float(count_epsilon)))
     return total
 
 
 def epsilon_spent(sigma: float, laplace_b: float | None, sampling_rate: float, steps: int,
-                  delta: float) -> float:
+                  delta: float, count_epsilon: float = 0.0) -> float:
     """Epsilon at ``delta`` after ``steps`` steps (0 steps: 0; non-private: inf)."""
     _check_args(sigma, laplace_b, sampling_rate, delta)
     if steps < 0:
         raise ValueError(f"steps must be >= 0, got {steps}")
     if steps == 0:
-        return 0.0
-    pld = privacy_loss_distribution(sigma, laplace_b, sampling_rate, steps)
+        return float(_count_release(float(count_epsilon)).get_epsilon_for_delta(delta)) if count_epsilon > 0 else 0.0
+    pld = privacy_loss_distribution(sigma, laplace_b, sampling_rate, steps, count_epsilon)
     if pld is None:
         return math.inf
     return float(pld.get_epsilon_for_delta(delta))
 
 
 def epsilon_parts(sigma: float, laplace_b: float | None, sampling_rate: float, steps: int,
-                  delta: float) -> dict:
+                  delta: float, count_epsilon: float = 0.0) -> dict:
     """Epsilon of the whole run and of each mechanism alone (for reports)."""
-    out = {"total": epsilon_spent(sigma, laplace_b, sampling_rate, steps, delta),
+    out = {"total": epsilon_spent(sigma, laplace_b, sampling_rate, steps, delta, count_epsilon),
            "gaussian_only": epsilon_spent(sigma, None, sampling_rate, steps, delta)}
     if laplace_b is not None:
         if steps == 0:
@@ -114,14 +129,14 @@ def epsilon_parts(sigma: float, laplace_b: float | None, sampling_rate: float, s
 
 
 def max_steps(sigma: float, laplace_b: float | None, sampling_rate: float, epsilon: float,
-              delta: float, cap: int = DEFAULT_MAX_STEPS) -> int:
+              delta: float, cap: int = DEFAULT_MAX_STEPS, count_epsilon: float = 0.0) -> int:
     """Largest T <= cap with epsilon_spent(T) <= epsilon (doubling, then bisection); 0 if none."""
     _check_args(sigma, laplace_b, sampling_rate, delta)
     if not (epsilon > 0):
         raise ValueError(f"epsilon must be > 0, got {epsilon}")
 
     def fits(t: int) -> bool:
-        return epsilon_spent(sigma, laplace_b, sampling_rate, t, delta) <= epsilon
+        return epsilon_spent(sigma, laplace_b, sampling_rate, t, delta, count_epsilon) <= epsilon
 
     if not fits(1):
         return 0
@@ -143,7 +158,7 @@ def max_steps(sigma: float, laplace_b: float | None, sampling_rate: float, epsil
 
 
 def calibrate_sigma(laplace_b: float | None, sampling_rate: float, steps: int, epsilon: float,
-                    delta: float, tol: float = 1e-3) -> float:
+                    delta: float, tol: float = 1e-3, count_epsilon: float = 0.0) -> float:
     """Smallest Gaussian multiplier sigma (to relative ``tol``) with epsilon_spent <= epsilon.
 
     Raises ValueError when the Laplace part alone already exceeds the budget.
@@ -153,13 +168,14 @@ def calibrate_sigma(laplace_b: float | None, sampling_rate: float, steps: int, e
         raise ValueError(f"steps must be >= 1, got {steps}")
     if laplace_b is not None:
         lap = epsilon_parts(1.0, laplace_b, sampling_rate, steps, delta)["laplace_only"]
-        if lap >= epsilon:
+        if lap + count_epsilon >= epsilon:
+            counts = f" (+ {count_epsilon:.3g} for the cell counts)" if count_epsilon > 0 else ""
             raise ValueError(
                 f"the histogram alone (laplace_b {laplace_b:g}, q {sampling_rate:.4g}, T {steps}) spends "
-                f"epsilon {lap:.3f} >= the target {epsilon:g}: lower --laplace-b or --steps")
+                f"epsilon {lap:.3f}{counts} >= the target {epsilon:g}: lower --laplace-b or --steps")
 
     def eps(s: float) -> float:
-        return epsilon_spent(s, laplace_b, sampling_rate, steps, delta)
+        return epsilon_spent(s, laplace_b, sampling_rate, steps, delta, count_epsilon)
 
     # Bracket from above: a PLD at small sigma is the slow one to build, so start high and halve.
     hi = 16.0
@@ -182,7 +198,7 @@ def calibrate_sigma(laplace_b: float | None, sampling_rate: float, steps: int, e
 
 
 def sampling_rate_for(sigma: float, laplace_b: float | None, steps: int, epsilon: float, delta: float,
-                      q_max: float = 1.0, tol: float = 0.02) -> float:
+                      q_max: float = 1.0, tol: float = 0.02, count_epsilon: float = 0.0) -> float:
     """Largest Poisson rate q <= q_max (to relative ``tol``, rounded down) at which ``steps`` steps of
     noise multiplier ``sigma`` (and the histogram, if any) spend at most ``epsilon``.
 
@@ -192,7 +208,7 @@ def sampling_rate_for(sigma: float, laplace_b: float | None, steps: int, epsilon
     _check_args(sigma, laplace_b, min(q_max, 1.0), delta)
 
     def fits(q: float) -> bool:
-        return epsilon_spent(sigma, laplace_b, q, steps, delta) <= epsilon
+        return epsilon_spent(sigma, laplace_b, q, steps, delta, count_epsilon) <= epsilon
 
     if fits(q_max):
         return q_max
@@ -222,11 +238,12 @@ class PrivacyLedger:
     expected_batch_size: float # q * n_train
     steps: int                 # T
     delta: float
-    epsilon_spent: float       # PLD epsilon at delta for (sigma, laplace_b, q, T)
+    epsilon_spent: float       # PLD epsilon at delta for (sigma, laplace_b, q, T) and the cell counts
     epsilon_target: float | None = None
     epsilon_gaussian_only: float | None = None
     epsilon_laplace_only: float | None = None
     accountant: str = ACCOUNTANT_NAME
+    epsilon_counts: float = 0.0  # pure epsilon of the planner's Laplace count of the constraint cells
     histogram_batch: str = "independent"  # "shared": the paper's batch, epsilon not a proven bound
     laplace_convention: str = LAPLACE_CONVENTION
 
@@ -249,12 +266,13 @@ class PrivacyLedger:
 
 
 def make_ledger(sigma: float, clip_norm: float, laplace_b: float | None, sampling_rate: float,
-                n_train: int, steps: int, delta: float, epsilon_target: float | None = None) -> PrivacyLedger:
-    parts = epsilon_parts(sigma, laplace_b, sampling_rate, steps, delta)
+                n_train: int, steps: int, delta: float, epsilon_target: float | None = None,
+                count_epsilon: float = 0.0) -> PrivacyLedger:
+    parts = epsilon_parts(sigma, laplace_b, sampling_rate, steps, delta, count_epsilon)
     return PrivacyLedger(
         sigma=float(sigma), clip_norm=float(clip_norm),
         laplace_b=None if laplace_b is None else float(laplace_b),
         sampling_rate=float(sampling_rate), expected_batch_size=float(sampling_rate * n_train),
         steps=int(steps), delta=float(delta), epsilon_spent=parts["total"],
         epsilon_target=epsilon_target, epsilon_gaussian_only=parts["gaussian_only"],
-        epsilon_laplace_only=parts.get("laplace_only"))
+        epsilon_laplace_only=parts.get("laplace_only"), epsilon_counts=float(count_epsilon))

@@ -38,6 +38,8 @@ Q_MAX = 0.5               # largest default Poisson rate (above it subsampling a
 GROUP_MARGIN = 10 / math.sqrt(2.0)  # default q keeps each rate denominator's batch count >= 7.07 x its
                           # Laplace std (the expected_cell_warnings threshold), at most Q_MAX
 STEP_LENGTH = 2.0         # default --lr = STEP_LENGTH / clip: the mean clipped gradient moves theta <= 2
+COUNT_SHARE = 0.05        # default --count-epsilon = COUNT_SHARE x epsilon: the planner's noisy cell sizes
+COUNT_STREAM = 0xC0      # seeds the count noise apart from the training loop's generator
 DUAL_STEP = 0.03          # default --lr-dual = DUAL_STEP / gamma * sqrt(1000 / T) (0.6 at gamma 0.05, T 1000)
 META_KEYS = ("dpfair.model", "dpfair.encoder", "dpfair.constraints", "dpfair.ledger")
 
@@ -70,6 +72,7 @@ class TrainConfig:
     steps: int | None = None
     max_steps: int = 1000
     laplace_b: float = 0.03
+    count_epsilon: float | None = None  # None: COUNT_SHARE x epsilon, spent on the constraint cells' sizes
     batch_size: float | None = None     # None: planned from n and the budget (default_sampling_rate)
     clip: float = 3.0
     lr: float | None = None             # None: STEP_LENGTH / clip
@@ -171,7 +174,8 @@ def _constraints(table: Columns, config: TrainConfig, classes: list[str], featur
     return rc
 
 
-def default_sampling_rate(config: TrainConfig, n: int, laplace_b: float | None, group_rate: float = 0.0) -> float:
+def default_sampling_rate(config: TrainConfig, n: int, laplace_b: float | None, group_rate: float = 0.0,
+                          count_epsilon: float = 0.0) -> float:
     """The Poisson rate q when --batch-size is not given, from n, the budget and the groups.
 
     The accountant's trade-off: at T = --max-steps steps (or --steps) and noise multiplier
@@ -179,6 +183,7 @@ def default_sampling_rate(config: TrainConfig, n: int, laplace_b: float | None, 
     ``group_rate`` (the rate at which the smallest constraint group's batch count equals its Laplace
     noise) so the histogram's rates are not mostly noise, and at most Q_MAX and 1 batch-of-n. When q is
     raised, the step search then fits fewer steps at SIGMA_TARGET (small data: few, large batches).
+    ``group_rate`` comes from the noisy cell counts (``count_epsilon`` of the budget), so q is private.
     """
     steps = config.steps or config.max_steps
     sigma = config.sigma or SIGMA_TARGET
@@ -187,17 +192,20 @@ def default_sampling_rate(config: TrainConfig, n: int, laplace_b: float | None, 
         q = min(q_max, 0.1)
     else:
         try:
-            q = accounting.sampling_rate_for(sigma, laplace_b, steps, config.epsilon, config.delta, q_max=q_max)
+            q = accounting.sampling_rate_for(sigma, laplace_b, steps, config.epsilon, config.delta, q_max=q_max,
+                                             count_epsilon=count_epsilon)
         except ValueError:
             q = 1e-6   # nothing fits: the checks below say so with the numbers
     return float(min(q_max, max(q, GROUP_MARGIN * group_rate), 1.0))
 
 
 def _ledger(config: TrainConfig, n: int, laplace_b: float | None, warn: Warn,
-            group_rate: float = 0.0) -> accounting.PrivacyLedger:
-    """The privacy plan: q from the batch size (or planned), then T (or sigma) from the budget."""
+            group_rate: float = 0.0, count_epsilon: float = 0.0) -> accounting.PrivacyLedger:
+    """The privacy plan: q from the batch size (or planned), then T (or sigma) from the budget,
+    with the cell-count release (``count_epsilon``, 0: none) composed in."""
+    ce = count_epsilon
     if config.batch_size is None:
-        q = default_sampling_rate(config, n, laplace_b, group_rate)
+        q = default_sampling_rate(config, n, laplace_b, group_rate, ce)
     else:
         if not (config.batch_size > 0) or math.isinf(config.batch_size):
             raise CortexError(f"--batch-size must be a positive finite number, got {config.batch_size}")
@@ -215,39 +223,41 @@ def _ledger(config: TrainConfig, n: int, laplace_b: float | None, warn: Warn,
         raise CortexError(f"--sigma must be > 0 for a private run, got {sigma} (or use --non-private)")
     if steps is None:
         sigma_ = SIGMA_TARGET if sigma is None else sigma
-        steps_ = accounting.max_steps(sigma_, laplace_b, q, epsilon, delta, cap=config.max_steps)
+        steps_ = accounting.max_steps(sigma_, laplace_b, q, epsilon, delta, cap=config.max_steps, count_epsilon=ce)
         if steps_ == 0:
-            one = accounting.epsilon_spent(sigma_, laplace_b, q, 1, delta)
+            one = accounting.epsilon_spent(sigma_, laplace_b, q, 1, delta, ce)
             raise CortexError(f"the budget epsilon {epsilon:g} (delta {delta:g}) allows zero steps: one step "
-                              f"already spends {one:.3g} with sigma {sigma_:g}, laplace-b {laplace_b}, q {q:.4g}; "
+                              f"already spends {one:.3g} with sigma {sigma_:g}, laplace-b {laplace_b}, q {q:.4g}"
+                              + (f", count-epsilon {ce:.3g}" if ce else "") + "; "
                               "raise --sigma, lower --laplace-b or --batch-size")
-        if sigma is None and (accounting.epsilon_spent(sigma_, laplace_b, q, steps_, delta)
+        if sigma is None and (accounting.epsilon_spent(sigma_, laplace_b, q, steps_, delta, ce)
                               < (1 - BUDGET_TOLERANCE) * epsilon):
             # T hit the cap (or is too coarse): spend the rest of the budget on less noise at this T
-            sigma_ = accounting.calibrate_sigma(laplace_b, q, steps_, epsilon, delta)
+            sigma_ = accounting.calibrate_sigma(laplace_b, q, steps_, epsilon, delta, count_epsilon=ce)
     elif sigma is None:
         try:
-            sigma_ = accounting.calibrate_sigma(laplace_b, q, steps, epsilon, delta)
+            sigma_ = accounting.calibrate_sigma(laplace_b, q, steps, epsilon, delta, count_epsilon=ce)
         except ValueError as exc:
             raise CortexError(str(exc)) from None
         steps_ = steps
     else:
         sigma_, steps_ = sigma, steps
-    ledger = accounting.make_ledger(sigma_, clip, laplace_b, q, n, steps_, delta, epsilon_target=epsilon)
+    ledger = accounting.make_ledger(sigma_, clip, laplace_b, q, n, steps_, delta, epsilon_target=epsilon,
+                                    count_epsilon=ce)
     if ledger.epsilon_spent > epsilon * (1 + 1e-9):
         raise CortexError(f"sigma {sigma_:g} and {steps_} steps spend epsilon {ledger.epsilon_spent:.4g} > "
                           f"--epsilon {epsilon:g}: refusing to run past the budget (drop --steps or --sigma "
                           "to calibrate)")
     message = budget_shortfall(ledger.epsilon_spent, epsilon, sigma_, laplace_b, q, steps_, delta,
                                capped=config.steps is None and steps_ == config.max_steps,
-                               fixed=config.steps is not None)
+                               fixed=config.steps is not None, count_epsilon=ce)
     if message:
         warn(message)
     return ledger
 
 
 def budget_shortfall(spent: float, epsilon: float, sigma: float, laplace_b: float | None, q: float, steps: int,
-                     delta: float, *, capped: bool, fixed: bool) -> str | None:
+                     delta: float, *, capped: bool, fixed: bool, count_epsilon: float = 0.0) -> str | None:
     """None when ``spent`` is within BUDGET_TOLERANCE of ``epsilon``; else a sentence saying why it is
     lower and the sigma that would spend the budget in the same ``steps``."""
     if not (spent < (1 - BUDGET_TOLERANCE) * epsilon):
@@ -259,7 +269,9 @@ def budget_shortfall(spent: float, epsilon: float, sigma: float, laplace_b: floa
     else:
         why = f"{steps} whole steps at sigma {sigma:g} fit, {steps + 1} do not"
     try:
-        fix = (f"sigma {accounting.calibrate_sigma(laplace_b, q, steps, epsilon, delta):.4g} would spend it in "
+        wanted = accounting.calibrate_sigma(laplace_b, q, steps, epsilon, delta, count_epsilon=count_epsilon)
+        shown = 10 ** (math.floor(math.log10(wanted)) - 3)       # 4 significant digits, rounded up (within budget)
+        fix = (f"sigma {math.ceil(wanted / shown - 1e-9) * shown:.4g} would spend it in "
                f"{steps} steps")
     except ValueError as exc:
         fix = f"no sigma spends it in {steps} steps ({exc})"
@@ -267,11 +279,37 @@ def budget_shortfall(spent: float, epsilon: float, sigma: float, laplace_b: floa
             f"{fix}")
 
 
-def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: Warn = _no_warn) -> Plan:
+def count_epsilon(config: TrainConfig, constrained: bool) -> float:
+    """The pure epsilon the planner spends on the constraint cells' sizes; 0 when none are released
+    (no constraints, or --non-private, whose exact counts cost nothing)."""
+    if not constrained or config.non_private:
+        return 0.0
+    ce, epsilon = config.count_epsilon, config.epsilon
+    if ce is None:
+        return COUNT_SHARE * epsilon if epsilon > 0 and math.isfinite(epsilon) else 0.0
+    if not (0 < ce < epsilon):
+        raise CortexError(f"--count-epsilon must be above 0 and below --epsilon {epsilon:g}, got {ce}")
+    return float(ce)
+
+
+def noisy_cell_counts(cells: np.ndarray, n_cells: int, count_epsilon: float, seed: int = 0) -> np.ndarray:
+    """(n_cells,) record counts of the constraint cells, each plus Laplace(1 / count_epsilon) noise and
+    floored at 0 (one record moves one count by 1: pure count_epsilon-DP); exact when count_epsilon is 0."""
+    counts = np.bincount(cells, minlength=n_cells).astype(np.float64)
+    if count_epsilon > 0:
+        rng = np.random.default_rng([COUNT_STREAM, int(seed) % 2 ** 63])
+        counts = np.maximum(counts + rng.laplace(0.0, 1.0 / count_epsilon, n_cells), 0.0)
+    return counts
+
+
+def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: Warn = _no_warn,
+         seed: int = 0) -> Plan:
     """Validate everything and plan the privacy budget before any training.
 
     table: column -> (n,) cell strings. Encodes the features, builds the constraint partition and
-    its (n,) cells, and fixes (sigma, laplace_b, q, T) within (epsilon, delta).
+    its (n,) cells, and fixes (sigma, laplace_b, q, T) within (epsilon, delta). The default q, the
+    feasibility and small-group checks read the cells' sizes only through ``noisy_cell_counts``
+    (``seed`` seeds that noise), whose epsilon the ledger composes in.
     """
     table = as_columns(table)
     label, sens, dropped = config.label, list(config.sensitive), list(config.drop)
@@ -301,25 +339,25 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
                           "are supported (each needs enough records per batch against the noise): bin continuous "
                           "sensitive columns or merge small groups first")
     cells = rc.partition.cell_index(table) if rc is not None else None
-    if rc is not None and not cons.feasible(rc, np.bincount(cells, minlength=rc.partition.n_cells)):
+    ce = count_epsilon(config, rc is not None)
+    counts = None if rc is None else noisy_cell_counts(cells, rc.partition.n_cells, ce, seed)
+    if rc is not None and not cons.feasible(rc, counts):
         raise CortexError(f"the constraints {rc.names[:4]}{'...' if len(rc.names) > 4 else ''} cannot all hold "
-                          f"on {source}: no classifier (not even one that sees every cell) meets them; "
-                          "loosen the gammas")
-    group_rate = 0.0 if rc is None else cons.group_noise_rate(
-        rc, np.bincount(cells, minlength=rc.partition.n_cells), config.laplace_b)
-    ledger = _ledger(config, n, None if rc is None else config.laplace_b, warn, group_rate)
+                          f"on {source}: no classifier (not even one that sees every cell) meets them"
+                          + (" on its noisy cell counts" if ce else "") + "; loosen the gammas")
+    group_rate = 0.0 if rc is None else cons.group_noise_rate(rc, counts, config.laplace_b)
+    ledger = _ledger(config, n, None if rc is None else config.laplace_b, warn, group_rate, ce)
     if rc is not None:
         ledger.histogram_batch = config.histogram_batch
         if config.histogram_batch == "shared" and math.isfinite(ledger.epsilon_spent):
             warn("--histogram-batch shared: the histogram and the gradient read one Poisson batch, "
                  "but the accountant (like the paper's) composes them as separately subsampled; "
                  f"epsilon {ledger.epsilon_spent:.4g} may under-state the loss")
-        counts = np.bincount(cells, minlength=rc.partition.n_cells)
         laplace = ledger.laplace_b
         small = cons.small_groups(rc, counts, ledger.sampling_rate, laplace)
         if small and not config.allow_small_groups:
             names, expected, noise = small[0]
-            raise CortexError(f"group {names} has an expected count of {expected:.1f} per batch, below the "
+            raise CortexError(f"group {names} has an expected count of {expected:.1f} per batch (noisy size), below the "
                               f"{noise:.1f} std of its Laplace noise ({len(small)} such group(s)): its rates would "
                               "be noise; merge small groups, raise --batch-size or --laplace-b, or give "
                               "--allow-small-groups")
@@ -358,7 +396,7 @@ def train(table: Columns, config: TrainConfig, plan_: Plan | None = None, *, see
     dual and training accuracy (for the user's eyes only, never stored).
     """
     table = as_columns(table)
-    p = plan_ if plan_ is not None else plan(table, config, warn=warn)
+    p = plan_ if plan_ is not None else plan(table, config, warn=warn, seed=seed)
     x, warnings = p.encoder.transform(table)
     for w in warnings:
         warn(w)
@@ -517,12 +555,16 @@ class AccountConfig:
     delta: float = 1e-5
     epsilon: float | None = None
     max_steps: int = 5000
+    count_epsilon: float | None = None  # train's one-off Laplace release of the constraint cells' sizes
 
 
 def account(config: AccountConfig, warn: Warn = _no_warn) -> dict:
     """Epsilon of (sigma, b, q, T, delta), or the largest T / smallest sigma within a budget."""
     sigma, laplace_b, steps, delta, epsilon = (config.sigma, config.laplace_b, config.steps, config.delta,
                                                config.epsilon)
+    ce = config.count_epsilon or 0.0
+    if not (ce >= 0 and math.isfinite(ce)):
+        raise CortexError(f"--count-epsilon must be a positive finite number, got {ce}")
     sampling_rate = config.sampling_rate
     if sampling_rate is None:
         if config.batch_size is None or config.n_records is None:
@@ -539,38 +581,40 @@ def account(config: AccountConfig, warn: Warn = _no_warn) -> dict:
     if epsilon is not None and not (epsilon > 0 and math.isfinite(epsilon)):
         raise CortexError(f"--epsilon must be a positive finite number, got {epsilon}")
     report = {"mechanism": "Poisson-subsampled Gaussian" + (" + Poisson-subsampled Laplace histogram"
-                                                             if laplace_b is not None else " (DP-SGD)")}
+                                                             if laplace_b is not None else " (DP-SGD)")
+              + (" + one Laplace count of the cells" if ce else "")}
     if sigma is None:
         if epsilon is None or steps is None:
             raise CortexError("without --sigma give --epsilon and --steps to calibrate sigma")
         try:
-            sigma = accounting.calibrate_sigma(laplace_b, sampling_rate, steps, epsilon, delta)
+            sigma = accounting.calibrate_sigma(laplace_b, sampling_rate, steps, epsilon, delta, count_epsilon=ce)
         except ValueError as exc:
             raise CortexError(str(exc)) from None
         report["solved_for"] = "sigma"
     elif steps is None:
         if epsilon is None:
             raise CortexError("give --steps (to get epsilon) or --epsilon (to get the largest number of steps)")
-        steps = accounting.max_steps(sigma, laplace_b, sampling_rate, epsilon, delta, cap=config.max_steps)
+        steps = accounting.max_steps(sigma, laplace_b, sampling_rate, epsilon, delta, cap=config.max_steps,
+                                     count_epsilon=ce)
         report["solved_for"] = "steps"
         if steps == config.max_steps:
             report["note"] = f"the step search stopped at --max-steps {config.max_steps}"
     else:
         report["solved_for"] = "epsilon"
-    parts = accounting.epsilon_parts(sigma, laplace_b, sampling_rate, steps, delta)
+    parts = accounting.epsilon_parts(sigma, laplace_b, sampling_rate, steps, delta, ce)
     report.update({
         "sigma": sigma, "laplace_b": laplace_b,
         "laplace_scale": None if laplace_b is None else 1.0 / laplace_b,
         "sampling_rate": sampling_rate, "steps": steps, "delta": delta, "epsilon_target": epsilon,
         "epsilon": parts["total"], "epsilon_gaussian_only": parts["gaussian_only"],
-        "epsilon_laplace_only": parts.get("laplace_only"),
+        "epsilon_laplace_only": parts.get("laplace_only"), "epsilon_counts": ce,
         "within_budget": None if epsilon is None else bool(parts["total"] <= epsilon),
         "accountant": accounting.ACCOUNTANT_NAME,
         "laplace_convention": accounting.LAPLACE_CONVENTION,
     })
     if epsilon is not None and report["solved_for"] == "steps" and steps > 0:
         message = budget_shortfall(parts["total"], epsilon, sigma, laplace_b, sampling_rate, steps, delta,
-                                   capped=steps == config.max_steps, fixed=False)
+                                   capped=steps == config.max_steps, fixed=False, count_epsilon=ce)
         if message:
             report["budget_warning"] = message
             warn(message)
@@ -597,7 +641,7 @@ def sweep(table: Columns, test: Columns, config: TrainConfig, gammas: Sequence[f
         raise CortexError("sweep varies gamma: give a constraint, not none")
     table, test = as_columns(table), as_columns(test)
     configs = [_with_gamma(config, g) for g in gammas]
-    plans = [plan(table, c, source=source, warn=warn) for c in configs]   # all checks first
+    plans = [plan(table, c, source=source, warn=warn, seed=seed) for c in configs]   # all checks first
     rows = []
     for g, c, p in zip(gammas, configs, plans):
         runs = []
