@@ -95,5 +95,8 @@ def barrier() -> None:
 
 
 def shutdown() -> None:
+    """Leave the process group together: a rank that tears down gloo while another is still writing
+    its outputs can abort ("terminate called without an active exception", seen under load)."""
     if dist.is_available() and dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
