@@ -90,7 +90,7 @@ def nfe_options(func):
 # left out of --help (shown by --help-all and the man page): rating-table details and the
 # network/optimiser hyperparameters whose defaults rarely need a change
 ADVANCED_INPUT = ("base", "partial", "min_ratings", "test_fraction", "split_seed", "draws")
-ADVANCED_NET = ("smoothing", "weight_decay", "val_fraction", "patience", "val_nfe", "d_model", "layers",
+ADVANCED_NET = ("item_prior", "smoothing", "weight_decay", "val_fraction", "patience", "val_nfe", "d_model", "layers",
                 "heads", "ff", "dropout")
 
 
@@ -106,6 +106,8 @@ ADVANCED_NET = ("smoothing", "weight_decay", "val_fraction", "patience", "val_nf
               show_default=True, help="ar/mlm: on each row's 'items' ids or --context.")
 @click.option("--context", "context_file", default=None, metavar="FILE",
               help="'context' (rows, m, d) for --condition features.")
+@click.option("--item-prior", is_flag=True,
+              help="--condition items: tie each item-id embedding with its popularity in DATA.")
 @click.option("--head", type=click.Choice(["linear", "pointer"]), default="linear", show_default=True,
               help="ar lehmer: digit j points at a free item.")
 @click.option("--context-encoder", type=click.Choice(["linear", "mlp"]), default="linear",
@@ -132,7 +134,7 @@ ADVANCED_NET = ("smoothing", "weight_decay", "val_fraction", "patience", "val_nf
 @click.option("--group", default=None, metavar="TENSOR|COLUMN",
               help="Validation holds out whole groups: a tensor of DATA (users), or a table column.")
 @input_options
-def fit(run, data, kind, representation, reference, condition, context_file, head, context_encoder,
+def fit(run, data, kind, representation, reference, condition, context_file, item_prior, head, context_encoder,
         context_hidden, smoothing, epochs, batch_size, lr, weight_decay, val_fraction, patience, val_nfe,
         d_model, layers, heads, ff, dropout, group, **kwargs):
     """Fit a model to permutations (DATA -> permutation-model artifact)."""
@@ -141,7 +143,8 @@ def fit(run, data, kind, representation, reference, condition, context_file, hea
     config = api.FitConfig(kind, representation, reference, condition, head, context_encoder, context_hidden,
                            smoothing, api.TrainConfig(epochs, batch_size, lr, weight_decay, val_fraction,
                                                         patience, val_nfe),
-                           d_model, layers, heads, ff, dropout, has_context_file=context_file is not None)
+                           d_model, layers, heads, ff, dropout, has_context_file=context_file is not None,
+                           item_prior=item_prior)
     orders = io.load_orders(data, api.replace(pop_input(kwargs), group=group))
     if condition == "items" and orders.items is None:
         raise CortexError(f"{data}: --condition items needs per-row item ids (a rating table or a "

@@ -212,6 +212,31 @@ def test_conditional_model_on_rating_table(cli, tmp_path, one_line_error):
     one_line_error(cli(TOOL, "score", model, plain), f"{TOOL} score", "item ids")
 
 
+def test_item_prior_fit_stores_its_scores_and_samples(cli, tmp_path, one_line_error):
+    """fit --condition items --item-prior (issue 22, item 3): the model carries the popularity
+    prior of its vocabulary and samples like any item-conditioned model; without item ids it is refused."""
+    rng = np.random.default_rng(2)
+    lines = [f"{u}\t{i}\t{rng.integers(1, 6)}\t0" for u in range(1, 41)
+             for i in rng.choice(np.arange(1, 9), size=6, replace=False)]
+    data = tmp_path / "u.data"
+    data.write_text("\n".join(lines) + "\n")
+    common = ["--n-items", "5", "--min-ratings", "1"]
+    net = ["--model", "ar", "--epochs", "2", "--d-model", "16", "--layers", "1", "--heads", "2", "--ff", "32"]
+    model = tmp_path / "c.st"
+    proc = cli(TOOL, "fit", data, *common, "--split", "train", *net, "--condition", "items", "--item-prior",
+               "-o", model)
+    assert proc.returncode == 0, proc.stderr
+    tensors = load(model.read_bytes())
+    prior = tensors["net.context_prior_scores"]
+    assert prior.shape == (9, 2) and np.abs(prior[:8].mean(0)).max() < 1e-5 and (prior[8] == 0).all()
+    s = cli(TOOL, "sample", model, "--items", data, *common, "--split", "test", "-n", "2")
+    assert s.returncode == 0, s.stderr
+    assert load(s.stdout)["orderings"].shape == (16, 5)
+    p = cli(TOOL, "fit", data, *common, *net, "--item-prior", "-o", tmp_path / "x.st")
+    one_line_error(p, f"{TOOL} fit", "--item-prior", "--condition items")
+    assert not (tmp_path / "x.st").exists()
+
+
 def test_beam_decoding_pipeline_reports_score_likelihoods(sh, cli, tmp_path, mallows_text, one_line_error):
     """sample --strategy beam | score: the log-likelihoods written beside the decoded permutations
     are score's (same NFE, same random partition from the same --seed); greedy is width 1."""

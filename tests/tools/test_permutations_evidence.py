@@ -21,12 +21,14 @@ TOP = torch.tensor([[2, 0, -1, -1], [1, -1, -1, -1], [-1, -1, -1, -1], [3, 1, 2,
 SUBSETS = torch.tensor([[2, 0, -1, -1], [3, -1, -1, -1], [1, 0, -1, -1], [3, 1, 0, -1], [-1, -1, -1, -1]])
 
 
-def ar(representation, vocab=0, mode="ar"):
+def ar(representation, vocab=0, mode="ar", prior=0):
     torch.manual_seed(1)
-    extra = dict(context_vocab=vocab + 1, context_len=n, context_aligned=True) if vocab else {}
+    extra = dict(context_vocab=vocab + 1, context_len=n, context_aligned=True, context_prior=prior) if vocab else {}
     net = N.PermutationTransformer(N.NetConfig(n, representation, mode, d_model=16, heads=2, ff=16, **extra))
     for p in net.parameters():
         p.data.normal_(0, 0.7)
+    if prior:
+        net.context_prior_scores.normal_(0, 1)
     vocabulary = torch.arange(vocab) * 10 if vocab else None
     return M.PermutationModel(mode, n, representation, torch.tensor([2, 0, 3, 1]) if representation ==
                               "insertion" else torch.arange(n), net=net.eval(), vocabulary=vocabulary)
@@ -55,6 +57,9 @@ CASES = {
     "ar-insertion-items-relabelled": (lambda: ar("insertion", 12), SUBSETS,
                                       torch.tensor([[0, 10, 20, 30], [50, 60, 70, 80], [110, 0, 40, 90],
                                                     [30, 20, 10, 0], [70, 80, 90, 100]])),
+    "ar-insertion-items-prior": (lambda: ar("insertion", 12, prior=2), SUBSETS,
+                                 torch.tensor([[0, 10, 20, 30], [50, 60, 70, 80], [110, 0, 40, 90],
+                                               [30, 20, 10, 0], [70, 80, 90, 100]])),
     "rim-reference-prefix": (lambda: classical("rim"), torch.tensor([[1, -1, -1, -1], [3, 1, -1, -1],
                                                                      [1, 0, 3, -1], [-1, -1, -1, -1]]), None),
     "mallows": (lambda: classical("mallows"), TOP, None),

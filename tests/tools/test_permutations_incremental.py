@@ -15,19 +15,22 @@ def make_net(n=5, representation="lehmer", **extra):
                                                d_model=16, heads=2, ff=24, layers=2, **extra))
     for p in net.parameters():  # far from the near-uniform initialisation
         p.data.normal_(0, 0.5)
+    if extra.get("context_prior"):  # prior scores are a buffer, set by fit
+        net.context_prior_scores.normal_(0, 1)
     return net.eval()
 
 
 CASES = {
     "plain-insertion": dict(representation="insertion"),
     "items": dict(context_vocab=9, context_len=5, context_aligned=True),
+    "items-prior": dict(context_vocab=9, context_len=5, context_aligned=True, context_prior=2),
     "features": dict(context_dim=3, context_len=2),
     "pointer": dict(context_dim=3, context_len=5, context_aligned=True, head="pointer"),
 }
 
 
 def context_for(name, rows, g):
-    if name == "items":
+    if name.startswith("items"):
         return torch.randint(0, 9, (rows, 5), generator=g)
     if name == "features":
         return torch.randn(rows, 2, 3, generator=g)

@@ -233,3 +233,37 @@ def test_aligned_context_reaches_causal_digits():
     assert not torch.allclose(a, b)
     with pytest.raises(ValueError, match="aligned"):
         net(codes, torch.zeros(6, 2, 2))
+
+
+def test_popularity_prior_scores_in_closed_form_and_a_fit_that_stores_them():
+    """Item-id embeddings tied with a popularity prior (issue 22, item 3): per id, log(1 + appearances)
+    and the logit of the mean normalised rank shrunk toward 1/2 by 5 pseudo-appearances, each
+    standardised over the ids seen; unseen ids get 0. A fit stores them and the round trip keeps them."""
+    from cortexkit.tools.permutations import model as M
+
+    x = torch.tensor([[0, 1, 2], [0, 1, 2], [2, 1, 0], [1, 0, 2]])    # orderings of local items
+    ids = torch.tensor([[0, 1, 2], [0, 1, 3], [0, 1, 3], [1, 2, 3]])  # catalog id of each local item
+    got = M.popularity_prior(x, ids, vocab_size=5).double()
+    count, total = [0.0] * 4, [0.0] * 4                               # the definition, row by row
+    for row, row_ids in zip(x.tolist(), ids.tolist()):
+        for position, local in enumerate(row):
+            count[row_ids[local]] += 1
+            total[row_ids[local]] += (2 - position) / 2
+    count, total = torch.tensor(count, dtype=torch.float64), torch.tensor(total, dtype=torch.float64)
+    raw = torch.stack([torch.log1p(count), torch.logit((total + 2.5) / (count + 5))], 1)
+    want = (raw - raw.mean(0)) / raw.std(0)
+    assert raw[:, 1].std() > 0.05 and torch.allclose(got[:4], want, atol=1e-6)
+    assert torch.equal(got[4], torch.zeros(2, dtype=torch.float64))        # the unknown-id token
+    g = torch.Generator().manual_seed(0)
+    orders = torch.stack([torch.randperm(4, generator=g) for _ in range(60)])
+    items = torch.stack([torch.randperm(9, generator=g)[:4] * 10 for _ in range(60)])
+    fitted = M.fit(orders, "ar", representation="insertion", items=items,
+                   net_config=dict(d_model=16, heads=2, ff=16, layers=1, context_prior=2),
+                   train_config=N.TrainConfig(epochs=2, batch_size=16), generator=g)
+    ids = fitted.context_ids(items)
+    assert torch.allclose(fitted.net.context_prior_scores, M.popularity_prior(orders, ids, len(fitted.vocabulary) + 1))
+    back = M.PermutationModel.from_tensors(*fitted.to_tensors())
+    assert torch.equal(back.net.context_prior_scores, fitted.net.context_prior_scores)
+    assert torch.allclose(back.log_prob(orders[:5], items=items[:5]), fitted.log_prob(orders[:5], items=items[:5]))
+    with pytest.raises(ValueError, match="condition on item ids"):
+        M.fit(orders, "ar", net_config=dict(context_prior=2), train_config=N.TrainConfig(epochs=1))

@@ -146,6 +146,7 @@ class FitConfig:
     ff: int = 128
     dropout: float = 0.1
     has_context_file: bool = False  # features: the caller has a context file to read
+    item_prior: bool = False  # items: tie the item-id embeddings with a popularity prior (popularity_prior)
 
     def __post_init__(self) -> None:
         kind, condition = self.kind, self.condition
@@ -162,6 +163,8 @@ class FitConfig:
                               "conditioning (--condition features with one token per item, or items)")
         if (self.context_encoder != "linear" or self.context_hidden is not None) and condition != "features":
             raise CortexError("--context-encoder and --context-hidden apply to --condition features")
+        if self.item_prior and condition != "items":
+            raise CortexError("--item-prior ties item-id embeddings: it needs --condition items")
 
     def net_config(self) -> dict:
         net = dict(d_model=self.d_model, layers=self.layers, heads=self.heads, ff=self.ff,
@@ -170,6 +173,8 @@ class FitConfig:
             net["head"] = self.head
         if self.condition == "features":
             net.update(context_encoder=self.context_encoder, context_hidden=self.context_hidden or 0)
+        if self.item_prior:
+            net["context_prior"] = 2
         return net
 
 

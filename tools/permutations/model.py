@@ -286,10 +286,14 @@ def fit(x: torch.Tensor, kind: str, *, representation: str = "insertion", refere
         extra = dict(context_dim=context.shape[2], context_len=context.shape[1],
                      context_aligned=context.shape[1] == n)
         context = context.to(torch.float32)
+    if (net_config or {}).get("context_prior") and vocabulary is None:
+        raise ValueError("a popularity prior ties item-id embeddings: condition on item ids")
     config = N.NetConfig(n=n, representation=representation, mode=kind, **(net_config or {}), **extra)
     net = N.PermutationTransformer(config).to(device)
     if vocabulary is not None:
         context = PermutationModel(kind, n, representation, reference, vocabulary=vocabulary).context_ids(items)
+        if config.context_prior:
+            net.context_prior_scores.copy_(popularity_prior(x, context, config.context_vocab))
     code = R.encode(x, representation, reference)
     history = N.train(net, code.to(device), train_config or N.TrainConfig(), generator=generator, groups=groups,
                       progress=progress, log=log, context=None if context is None else context.to(device))
@@ -301,6 +305,29 @@ def fit(x: torch.Tensor, kind: str, *, representation: str = "insertion", refere
     if groups is not None:  # validation on whole held-out groups (users)
         info.update(validation="held-out groups", val_rows=history["val_rows"])
     return PermutationModel(kind, n, representation, reference, net=net, info=info, vocabulary=vocabulary)
+
+
+def popularity_prior(x: torch.Tensor, ids: torch.Tensor, vocab_size: int, pseudo: float = 5.0) -> torch.Tensor:
+    """``(vocab_size, 2)`` prior scores of the conditioning ids from the training rows, each column
+    standardised over the ids seen: log(1 + appearances) (popularity) and the logit of the mean
+    normalised rank (1 = first, 0 = last) shrunk toward 1/2 by ``pseudo`` pseudo-appearances (how
+    high the item is ranked when it appears). Ids never seen (the unknown-id token) get 0.
+
+    ``x`` ``(m, n)`` orderings of local items, ``ids`` ``(m, n)`` the id of each row's local item."""
+    m, n = x.shape
+    position = torch.argsort(x, dim=1)  # position[r, j] of local item j
+    top = (n - 1 - position).to(torch.float64) / max(n - 1, 1)
+    flat = ids.reshape(-1).to(torch.int64)
+    count = torch.zeros(vocab_size, dtype=torch.float64).index_add_(0, flat, torch.ones(flat.numel(), dtype=torch.float64))
+    total = torch.zeros(vocab_size, dtype=torch.float64).index_add_(0, flat, top.reshape(-1))
+    mean = (total + 0.5 * pseudo) / (count + pseudo)
+    scores = torch.stack([torch.log1p(count), torch.logit(mean)], dim=1)
+    seen = count > 0
+    out = torch.zeros_like(scores)
+    if seen.sum() > 1:
+        s = scores[seen]
+        out[seen] = (s - s.mean(0)) / s.std(0).clamp_min(1e-12)
+    return out.to(torch.float32)
 
 
 def uniform_nll(n: int) -> float:

@@ -61,6 +61,7 @@ class NetConfig:
     head: str = "linear"  # "pointer": AR Lehmer digit j scored against the still-free items
     context_encoder: str = "linear"  # feature tokens -> d_model: "linear" or "mlp" (one hidden layer)
     context_hidden: int = 0  # width of the mlp encoder's hidden layer (0: ff)
+    context_prior: int = 0  # >0: item-id embeddings tied with this many prior scores per id (popularity)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -100,6 +101,12 @@ class PermutationTransformer(nn.Module):
             self.context_projection = nn.Linear(config.context_dim, d)
         if config.context_vocab:
             self.context_embedding = nn.Embedding(config.context_vocab, d)
+        if config.context_prior:
+            if not config.context_vocab:
+                raise ValueError("a popularity prior ties item-id embeddings: it needs item-id conditioning")
+            # e(id) = free(id) + prior(id) @ W: ids seen rarely lean on their prior scores (set by fit)
+            self.register_buffer("context_prior_scores", torch.zeros(config.context_vocab, config.context_prior))
+            self.context_prior_weight = nn.Parameter(torch.randn(config.context_prior, d) * 0.02)
         if config.context_dim or config.context_vocab:
             self.context_type = nn.Parameter(torch.randn(d) * 0.02)
         if config.context_len:
@@ -127,6 +134,13 @@ class PermutationTransformer(nn.Module):
         mask[:m, m:] = float("-inf")  # conditioning tokens do not look at digits
         return mask
 
+    def embed_ids(self, ids: torch.Tensor) -> torch.Tensor:
+        """Embeddings ``(..., d_model)`` of conditioning item ids, tied with their prior scores if any."""
+        out = self.context_embedding(ids)
+        if self.config.context_prior:
+            out = out + self.context_prior_scores[ids] @ self.context_prior_weight
+        return out
+
     def features(self, digits: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
         """Normalised hidden states of the digit positions, ``(batch, n, d_model)``, before the head."""
         batch, n = digits.shape
@@ -137,7 +151,7 @@ class PermutationTransformer(nn.Module):
         m = 0
         if context is not None:
             if self.config.context_vocab:
-                ctx = self.context_embedding(context)
+                ctx = self.embed_ids(context)
             elif self.config.context_dim:
                 ctx = self.context_projection(context)
             else:
@@ -291,7 +305,7 @@ class IncrementalDecoder:
         m = 0
         ctx = None
         if context is not None:
-            ctx = net.context_embedding(context) if cfg.context_vocab else net.context_projection(context)
+            ctx = net.embed_ids(context) if cfg.context_vocab else net.context_projection(context)
             if cfg.context_aligned:
                 self.aligned = ctx  # (rows, n, d): digit i adds its own token
             ctx = ctx + net.context_type
