@@ -181,12 +181,17 @@ def test_sushi_mallows_matches_known_phi(cli, shared_data):
     assert "phi 0.785" in proc.stderr
 
 
-def test_conditional_model_on_rating_table(cli, tmp_path, one_line_error):
-    rng = np.random.default_rng(1)
+def _rating_table(path, seed):
+    """A MovieLens-style u.data: 40 users rating 6 of 8 movies each."""
+    rng = np.random.default_rng(seed)
     lines = [f"{u}\t{i}\t{rng.integers(1, 6)}\t0" for u in range(1, 41)
              for i in rng.choice(np.arange(1, 9), size=6, replace=False)]
-    data = tmp_path / "u.data"
-    data.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_conditional_model_on_rating_table(cli, tmp_path, one_line_error):
+    data = _rating_table(tmp_path / "u.data", 1)
     common = ["--n-items", "5", "--min-ratings", "1"]
     model = tmp_path / "c.st"
     proc = cli(TOOL, "fit", data, *common, "--split", "train", "--model", "ar", "--condition", "items",
@@ -215,11 +220,7 @@ def test_conditional_model_on_rating_table(cli, tmp_path, one_line_error):
 def test_item_prior_fit_stores_its_scores_and_samples(cli, tmp_path, one_line_error):
     """fit --condition items --item-prior (issue 22, item 3): the model carries the popularity
     prior of its vocabulary and samples like any item-conditioned model; without item ids it is refused."""
-    rng = np.random.default_rng(2)
-    lines = [f"{u}\t{i}\t{rng.integers(1, 6)}\t0" for u in range(1, 41)
-             for i in rng.choice(np.arange(1, 9), size=6, replace=False)]
-    data = tmp_path / "u.data"
-    data.write_text("\n".join(lines) + "\n")
+    data = _rating_table(tmp_path / "u.data", 2)
     common = ["--n-items", "5", "--min-ratings", "1"]
     net = ["--model", "ar", "--epochs", "2", "--d-model", "16", "--layers", "1", "--heads", "2", "--ff", "32"]
     model = tmp_path / "c.st"
