@@ -181,6 +181,7 @@ class Run:
         self.producer = shlex.join(["cortexkit", *sys.argv[1:]])
         self._device_name = ctx.params.get("device", "cpu")
         self._device = None
+        self._stops: list[dict] = []
         if command.uses_torch:
             self._setup_torch(ctx.params.get("threads"))
             if self._device_name == "cuda":
@@ -239,12 +240,48 @@ class Run:
 
     def progress(self, iterable: Iterable | None = None, total: int | None = None,
                  desc: str | None = None, **kwargs):
-        """A tqdm bar on stderr; off with ``-q`` or when stderr is not a terminal."""
+        """A tqdm bar on stderr; off with ``-q`` or when stderr is not a terminal.
+
+        A terminal that reports 0 columns (some batch shells, ``stty cols 0``) gets 80, not
+        an invisible bar."""
         from tqdm.auto import tqdm
 
         disable = self.quiet or not sys.stderr.isatty()
+        ncols = None
+        if not disable:
+            try:
+                if os.get_terminal_size(sys.stderr.fileno()).columns <= 0:
+                    ncols = 80
+            except (OSError, ValueError):
+                ncols = 80
         return tqdm(iterable, total=total, desc=desc, file=sys.stderr, disable=disable,
-                    leave=False, dynamic_ncols=True, **kwargs)
+                    leave=False, dynamic_ncols=ncols is None, ncols=ncols, **kwargs)
+
+    def stopped(self, stage: str, ran: int, planned: int, unit: str, reason: str,
+                **figures: Any) -> dict:
+        """Say why a loop ended and keep the record for the artifact.
+
+        Every training loop calls this once when it ends, whatever ended it: ``reason`` is one
+        of ``completed``, ``time-limit``, ``patience``, ``step-cap``, ``converged``,
+        ``interrupted`` or a short phrase. Prints ``STAGE: stopped after RAN of PLANNED UNIT
+        (REASON)`` at normal verbosity (only ``completed`` runs stay quiet unless ``-v``) and
+        stores the record under ``cortexkit.stopped`` in every artifact written afterwards.
+        ``figures`` (best validation loss, the epoch it came from, ...) go into the record."""
+        record = {"stage": stage, "ran": int(ran), "planned": int(planned), "unit": unit,
+                  "reason": reason, **figures}
+        self._stops.append(record)
+        extra = "".join(f", {k.replace('_', ' ')} {_short(v)}" for k, v in figures.items())
+        line = f"{stage}: stopped after {ran} of {planned} {unit} ({reason}{extra})"
+        if reason == "completed":
+            self.detail(line)
+        else:
+            self.info(line)
+        return record
+
+    @property
+    def stops(self) -> list[dict]:
+        """The records of :meth:`stopped`, in order."""
+        return list(self._stops)
 
     # -- artifacts and reports --------------------------------------------------------------
     def read_artifact(self, source, kind=None, *, framework: str = "pt", max_version=None,
@@ -263,6 +300,8 @@ class Run:
         the verb then fails (checkpoints, the finished part of a failed run)."""
         from cortexkit.formats.artifact import write_artifact
 
+        if self._stops and "cortexkit.stopped" not in (metadata or {}):
+            metadata = {**(metadata or {}), "cortexkit.stopped": self.stops}
         write_artifact(self.output if target is None else target, tensors, kind, version=version,
                        producer=self.producer, config=self.config, metadata=metadata, now=now)
 
@@ -297,6 +336,10 @@ class Run:
         """Save a matplotlib figure to ``target`` (format from its extension), staged."""
         with self.output_file(target) as tmp:
             figure.savefig(tmp, **savefig_kwargs)
+
+
+def _short(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def resolved_config(ctx: click.Context) -> dict[str, Any]:

@@ -29,6 +29,18 @@ def draw(run, count, scale):
     run.write_artifact({"values": values}, kind="toy-draws", metadata={"count": count})
 
 
+@verb(toy, "loop", output="artifact")
+@click.option("--cap", type=int, default=5)
+def loop(run, cap):
+    """A loop of 10 steps stopped at CAP."""
+    for step in run.progress(range(10), total=10, desc="loop"):
+        if step + 1 >= cap:
+            break
+    reason = "completed" if cap >= 10 else "step-cap"
+    run.stopped("loop", min(cap, 10), 10, "steps", reason, best_loss=0.125)
+    run.write_artifact({"x": torch.zeros(1)}, kind="toy-loop")
+
+
 @verb(toy, "crash", output="report")
 def crash(run):
     """Fail with an unexpected error."""
@@ -90,3 +102,18 @@ def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         write_bytes(target, b"x" * 1000)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_every_stop_says_why_and_is_stored(tmp_path):
+    out = tmp_path / "loop.st"
+    result = CliRunner().invoke(toy, ["loop", "--cap", "3", "-o", str(out)],
+                                prog_name="cortexkit toy")
+    assert result.exit_code == 0, result.output
+    assert "loop: stopped after 3 of 10 steps (step-cap, best loss 0.125)" in result.stderr
+    stops = decode(out.read_bytes()).meta_json("cortexkit.stopped")
+    assert stops == [{"stage": "loop", "ran": 3, "planned": 10, "unit": "steps",
+                      "reason": "step-cap", "best_loss": 0.125}]
+    done = CliRunner().invoke(toy, ["loop", "--cap", "10", "-o", str(out)],
+                              prog_name="cortexkit toy")
+    assert "stopped after" not in done.stderr  # a completed loop stays quiet without -v
+    assert decode(out.read_bytes()).meta_json("cortexkit.stopped")[0]["reason"] == "completed"
