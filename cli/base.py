@@ -173,6 +173,10 @@ class Run:
         command: CortexCommand = ctx.command  # type: ignore[assignment]
         self.command_path = ctx.command_path
         self.params = dict(ctx.params)
+        self.threads = ctx.params.get("threads") or 0  # the number used, after resolution
+        # "--threads" (given) or what capped the default ("CPU affinity", "OMP_NUM_THREADS",
+        # "SLURM_CPUS_PER_TASK", "load average"; "small work" after threads_for_work)
+        self.threads_why = ctx.meta.get("cortexkit.threads_why", "--threads")
         self.config = resolved_config(ctx)
         self.output = ctx.params.get("output", "-")
         self.quiet = bool(ctx.params.get("quiet"))
@@ -183,6 +187,7 @@ class Run:
         self._device = None
         self._stops: list[dict] = []
         if command.uses_torch:
+            self.detail(f"threads: {self.threads} ({self.threads_why})")
             self._setup_torch(ctx.params.get("threads"))
             if self._device_name == "cuda":
                 self.device  # noqa: B018 - --device cuda without CUDA fails now, not later
@@ -195,6 +200,24 @@ class Run:
             torch.set_num_threads(threads)
         if self.seed is not None:
             torch.manual_seed(self.seed)
+
+    def threads_for_work(self, flops_per_step: float) -> int:
+        """Lower the thread count to one when the verb's work is small (under
+        :data:`cortexkit.cli.threads.SMALL_WORK_FLOPS` per step) and the user did not give
+        ``--threads``; returns the count now in use (stored in the artifact's config)."""
+        from cortexkit.cli.threads import threads_for_work
+
+        if self.threads_why == "--threads" or not self.threads:
+            return self.threads
+        chosen = threads_for_work(self.threads, flops_per_step)
+        if chosen != self.threads:
+            import torch
+
+            torch.set_num_threads(chosen)
+            self.detail(f"threads: {chosen} (small work: {flops_per_step:.3g} flops per step)")
+            self.threads, self.threads_why = chosen, "small work"
+            self.config["threads"] = chosen
+        return self.threads
 
     @property
     def device(self):
@@ -242,20 +265,24 @@ class Run:
                  desc: str | None = None, **kwargs):
         """A tqdm bar on stderr; off with ``-q`` or when stderr is not a terminal.
 
-        A terminal that reports 0 columns (some batch shells, ``stty cols 0``) gets 80, not
-        an invisible bar."""
+        A terminal that reports 0 columns or 0 rows (some batch shells, ``stty cols 0``, a
+        pseudo-terminal nobody sized) gets 80 x 24: tqdm hides a bar whose row is past the
+        terminal's last, so 0 rows alone would show nothing."""
         from tqdm.auto import tqdm
 
         disable = self.quiet or not sys.stderr.isatty()
-        ncols = None
+        size = {}
         if not disable:
             try:
-                if os.get_terminal_size(sys.stderr.fileno()).columns <= 0:
-                    ncols = 80
+                columns, lines = os.get_terminal_size(sys.stderr.fileno())
             except (OSError, ValueError):
-                ncols = 80
+                columns = lines = 0
+            if columns <= 0 or lines <= 0:
+                size = {"ncols": columns if columns > 0 else 80,
+                        "nrows": lines if lines > 0 else 24, "dynamic_ncols": False}
+        size.setdefault("dynamic_ncols", True)
         return tqdm(iterable, total=total, desc=desc, file=sys.stderr, disable=disable,
-                    leave=False, dynamic_ncols=ncols is None, ncols=ncols, **kwargs)
+                    leave=False, **size, **kwargs)
 
     def stopped(self, stage: str, ran: int, planned: int, unit: str, reason: str,
                 **figures: Any) -> dict:
@@ -342,6 +369,17 @@ def _short(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+def resolve_threads(ctx: click.Context) -> None:
+    """``--threads 0`` (the default) becomes the number the machine allows
+    (:func:`cortexkit.cli.threads.default_threads`), in ``ctx.params``, so ``--print-config``
+    and the artifact's config show the number used."""
+    if "threads" not in ctx.params or ctx.params["threads"]:
+        return
+    from cortexkit.cli.threads import default_threads
+
+    ctx.params["threads"], ctx.meta["cortexkit.threads_why"] = default_threads()
+
+
 def resolved_config(ctx: click.Context) -> dict[str, Any]:
     """The run's configuration: every option and argument except the meta ones."""
     from cortexkit.formats.report import plain
@@ -358,6 +396,7 @@ def _wrap(func: Callable, writes: str | None) -> Callable:
     @functools.wraps(func)
     def callback(**kwargs):
         ctx = click.get_current_context()
+        resolve_threads(ctx)
         if kwargs.get("print_config"):
             from cortexkit.formats.report import to_yaml
 

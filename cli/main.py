@@ -105,6 +105,11 @@ def _install_signal_handlers() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
+    # OpenMP threads that sleep while they wait instead of spinning: on a node shared with other
+    # jobs a spinning team stalls at every barrier (a small MLP step at 2 threads beside busy
+    # processes: 88x the 1-thread time spinning, 1.3x sleeping; benchmarks/base/RESULTS.md).
+    # Read once when torch loads its OpenMP runtime, so it is set before any torch import.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     _install_signal_handlers()
     debug = "--debug" in args[: args.index("--")] if "--" in args else "--debug" in args
     try:

@@ -314,7 +314,10 @@ def common_options(writes: str | None, uses_torch: bool) -> list[Callable]:
             click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto",
                          show_default=True, hidden=True, help="Where torch runs."),
             click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True,
-                         hidden=True, help="torch CPU threads (0 = torch's default)."),
+                         hidden=True,
+                         help="torch CPU threads (0 = fit the machine: CPU affinity, "
+                              "OMP_NUM_THREADS, SLURM_CPUS_PER_TASK, the load; --print-config "
+                              "shows the number used)."),
         ]
     return options
 

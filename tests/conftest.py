@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# One torch thread in the test process too: the default thread count follows the machine's load
+# (cli/threads.py), and a test comparing the bytes of two runs must not see it change between them.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 SHARED_DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 

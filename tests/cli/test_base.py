@@ -51,14 +51,15 @@ def invoke(*args):
     return CliRunner().invoke(toy, list(args), prog_name="cortexkit toy", catch_exceptions=True)
 
 
-def test_verb_writes_artifact_with_producer_config_and_seed(tmp_path):
+def test_verb_writes_artifact_with_producer_config_and_seed(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the default thread count this machine allows
     out = tmp_path / "a.safetensors"
     result = invoke("draw", "-n", "4", "--seed", "7", "-o", str(out))
     assert result.exit_code == 0, result.output
     artifact = decode(out.read_bytes(), "a", framework="pt")
     assert artifact.kind == "toy-draws" and artifact.meta_json("count") == 4
     assert artifact.config == {"count": 4, "scale": 1.0, "seed": 7, "device": "auto",
-                               "threads": 0}
+                               "threads": 1}  # the number used, never 0
     expected = torch.randn(4, generator=torch.Generator().manual_seed(7))
     assert torch.equal(artifact.tensors["values"], expected)
     again = tmp_path / "b.safetensors"
@@ -71,13 +72,14 @@ def test_verb_writes_artifact_with_producer_config_and_seed(tmp_path):
         decode(out.read_bytes()).tensors["values"].tobytes()
 
 
-def test_config_file_and_command_line_precedence(tmp_path):
+def test_config_file_and_command_line_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     cfg = tmp_path / "c.yaml"
     cfg.write_text("count: 5\nscale: 2.5\n")
     result = invoke("draw", "--config", str(cfg), "--scale", "3", "--print-config")
     assert result.exit_code == 0, result.output
     assert yaml.safe_load(result.output) == {"count": 5, "scale": 3.0, "seed": 0,
-                                             "device": "auto", "threads": 0}
+                                             "device": "auto", "threads": 1}
     cfg.write_text("count: many\n")
     result = invoke("draw", "--config", str(cfg), "-o", str(tmp_path / "x"))
     assert result.exit_code == 2 and not (tmp_path / "x").exists()
@@ -117,3 +119,76 @@ def test_every_stop_says_why_and_is_stored(tmp_path):
                               prog_name="cortexkit toy")
     assert "stopped after" not in done.stderr  # a completed loop stays quiet without -v
     assert decode(out.read_bytes()).meta_json("cortexkit.stopped")[0]["reason"] == "completed"
+
+
+TOY_LOOP = """
+import click, sys
+from cortexkit.cli.base import tool_group, verb
+from cortexkit.cli.main import COMMANDS, main
+toy = tool_group("toy", help="toy")
+@verb(toy, "loop", output="report")
+def loop(run):
+    for step in run.progress(range(7), total=7, desc="toyloop"):
+        pass
+    run.stopped("toyloop", 7, 7, "steps", "completed")
+    run.write_report({"done": True})
+sys.modules["toymod"] = type(sys)("toymod"); sys.modules["toymod"].group = toy
+COMMANDS["toy"] = "toymod:group"
+main(["toy", "loop", *sys.argv[1:]])
+"""
+
+
+def run_with_stderr_on(terminal: str, *args, rows: int = 0, cols: int = 0) -> str:
+    """Run the toy loop with stderr on a pseudo-terminal of ROWSxCOLS or on a pipe; return
+    what stderr received."""
+    import fcntl
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    if terminal == "pipe":
+        proc = subprocess.run([sys.executable, "-c", TOY_LOOP, *args], capture_output=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stderr.decode()
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([sys.executable, "-c", TOY_LOOP, *args], stdout=subprocess.PIPE,
+                            stderr=slave, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=120) == 0
+    assert yaml.safe_load(proc.stdout.read()) == {"done": True}  # stdout stays a clean pipe
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_progress_shows_on_a_terminal_even_of_zero_columns_and_never_on_a_pipe():
+    shown = run_with_stderr_on("pty", rows=24, cols=100)
+    assert "toyloop" in shown and "0/7" in shown
+    zero = run_with_stderr_on("pty", rows=0, cols=0)  # tqdm alone prints nothing at 0x0
+    assert "toyloop" in zero and "0/7" in zero
+    bar_lines = [line for line in zero.replace("\r", "\n").splitlines() if "toyloop" in line]
+    assert bar_lines and max(len(line) for line in bar_lines) <= 80
+    assert run_with_stderr_on("pipe") == ""
+    assert "toyloop" not in run_with_stderr_on("pty", "-q", rows=24, cols=100)
+
+
+def test_verbose_says_how_many_threads_and_why(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    result = CliRunner().invoke(toy, ["draw", "-v", "-o", os.devnull], prog_name="cortexkit toy")
+    assert result.exit_code == 0, result.output
+    assert "threads: 1 (OMP_NUM_THREADS)" in result.stderr or \
+        "threads: 1 (load average)" in result.stderr or \
+        "threads: 1 (CPU affinity)" in result.stderr, result.stderr
