@@ -55,7 +55,7 @@ from cortexkit.formats.stdio import check_binary_target, check_target
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 TORCH_PARAMS = ("seed", "device", "threads")
-OUTPUT_KINDS = ("artifact", "report", None)
+OUTPUT_KINDS = ("artifact", "table", "report", None)
 
 
 class Terminated(BaseException):
@@ -97,8 +97,54 @@ def _output_label(param: click.Parameter) -> str:
     return ""  # an argument: the path alone names it
 
 
+# Verbs declared output="artifact" whose artifact is a table (or tensors sharing a row count),
+# so that -o NAME.csv/.tsv/.npy/.npz/.yaml/.json is written in that format. Until each tool
+# declares these verbs with output="table" itself, the base knows them here.
+TABLE_VERBS = {
+    "estimate-copula": ("score", "sample", "transform", "simulate"),
+    "fit-avatar": ("triangulate",),
+    "train-pcn": ("predict",),
+    "dp-fairness-train": ("predict",),
+    "tokenize-eeg": ("features",),
+    "simulate-npe": ("score",),
+    "sample-permutations": ("sample", "encode", "decode"),
+}
+
+
+def output_kind(ctx: click.Context) -> str | None:
+    """What the command's ``-o`` receives: ``artifact``, ``table`` or ``report`` (or None)."""
+    writes = getattr(ctx.command, "writes", None)
+    if writes == "artifact" and ctx.parent is not None:
+        if ctx.command.name in TABLE_VERBS.get(ctx.parent.command.name or "", ()):
+            return "table"
+    return writes
+
+
+def check_suffix(ctx: click.Context) -> None:
+    """Before any work: ``-o``'s name promises a format this command can write (DESIGN.md: an
+    output's suffix is a promise)."""
+    from cortexkit.formats.report import check_report_target
+    from cortexkit.formats.stdio import suffix_format
+
+    target = ctx.params.get("output")
+    kind = output_kind(ctx)
+    if target is None or kind is None:
+        return
+    if kind == "report":
+        check_report_target(target)
+        return
+    fmt = suffix_format(target)
+    if kind == "artifact" and fmt != "safetensors":
+        stem = os.path.splitext(str(target))[0]
+        raise CortexError(f"-o {target}: this command writes a safetensors artifact, which has no "
+                          f"{fmt.upper()} form; write -o {stem}.st, then take its tensors out with "
+                          f"'cortexkit convert {stem}.st {target}'")
+
+
 def check_outputs(ctx: click.Context) -> None:
-    """Before any work: every declared output path can be written, and no two are one file."""
+    """Before any work: every declared output path can be written, its name promises a format
+    the command writes, and no two are one file."""
+    check_suffix(ctx)
     seen: dict[str, str] = {}
     for param in ctx.command.params:
         if not isinstance(param.type, OutputPath):
@@ -402,7 +448,7 @@ def _wrap(func: Callable, writes: str | None) -> Callable:
 
             click.echo(to_yaml(resolved_config(ctx), flow=False), nl=False)
             return None
-        if writes == "artifact":
+        if writes in ("artifact", "table"):
             check_binary_target(kwargs.get("output"))
         check_outputs(ctx)
         for name in META_PARAMS + TORCH_PARAMS:  # these live on the Run
@@ -441,7 +487,9 @@ def verb(group: click.Group, name: str, *, output: str | None = None, torch_opti
          help: str | None = None, advanced: tuple[str, ...] = ()) -> Callable[[Callable], click.Command]:
     """Declare a verb of a tool. Put click arguments/options *below* this decorator.
 
-    ``output`` is ``"artifact"`` (binary, never to a terminal), ``"report"`` (YAML) or None.
+    ``output`` is ``"artifact"`` (binary, never to a terminal), ``"table"`` (a table artifact,
+    or CSV/TSV/NPY/NPZ/YAML/JSON when ``-o``'s name says so), ``"report"`` (YAML; JSON for
+    ``-o NAME.json``) or None.
     ``torch_options`` adds ``--seed``, ``--device``, ``--threads`` and seeds torch.
     ``advanced`` names options (parameter names) left out of ``--help`` and shown by ``--help-all``
     and the man page: hyperparameters whose defaults are the method's published ones.

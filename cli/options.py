@@ -303,7 +303,8 @@ def common_options(writes: str | None, uses_torch: bool) -> list[Callable]:
         click.option("--debug", is_flag=True, hidden=True, help="Show a traceback on errors."),
     ]
     if writes is not None:
-        what = "artifact" if writes == "artifact" else "YAML report"
+        what = {"artifact": "artifact", "table": "table (.csv/.tsv/.npy/.npz/.yaml/.json "
+                "by name)"}.get(writes, "YAML report (.json: JSON)")
         options.append(click.option("-o", "--output", type=OutputPath(dash=True), default="-",
                                     show_default=True, metavar="PATH",
                                     help=f"Where to write the {what} (- = stdout)."))

@@ -157,8 +157,35 @@ def write_artifact(target: str | os.PathLike | None, tensors: dict[str, Any], ki
     ``now``; see :func:`cortexkit.formats.stdio.write_bytes`)."""
     if not tensors:
         raise CortexError(f"refusing to write an empty '{kind}' artifact (no tensors)")
+    from cortexkit.formats.stdio import TEXT_FORMATS, suffix_format
+
+    fmt = suffix_format(target)
+    if fmt != "safetensors":  # the name promises another format: keep the promise or refuse
+        write_bytes(target, encode_as(tensors, kind, fmt, str(target)),
+                    binary=fmt not in TEXT_FORMATS, now=now)
+        return
     meta = build_metadata(kind, version=version, producer=producer, config=config, extra=metadata)
     write_bytes(target, encode(tensors, meta), now=now)
+
+
+def encode_as(tensors: dict[str, Any], kind: str, fmt: str, name: str) -> bytes:
+    """An artifact's tensors in ``fmt`` (its metadata stays behind): NPZ holds every tensor,
+    NPY one; CSV, TSV, YAML and JSON hold tensors that share a row count, as a wide table.
+    Anything else is a one-line error naming ``cortexkit convert``."""
+    from cortexkit.formats import table as T
+    from cortexkit.formats import tables
+
+    arrays = {k: _as_numpy(v)[1] for k, v in tensors.items()}
+    if fmt == "npz":
+        return tables.write_npz(arrays)
+    if fmt == "npy":
+        if len(arrays) != 1:
+            raise CortexError(f"{name}: a '{kind}' artifact holds {len(arrays)} tensors "
+                              f"({', '.join(sorted(arrays))}), NPY holds one; name the file .npz, "
+                              "or write safetensors and take one out with 'cortexkit convert "
+                              "FILE.st --tensor NAME OUT.npy'")
+        return tables.write_npy(next(iter(arrays.values())))
+    return T.encode_table(T.from_tensors(arrays, name), fmt)
 
 
 # ---------------------------------------------------------------------------------------------

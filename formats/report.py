@@ -8,7 +8,8 @@ from typing import Any
 
 import yaml
 
-from cortexkit.formats.stdio import write_text
+from cortexkit.formats.errors import CortexError
+from cortexkit.formats.stdio import suffix_format, write_text
 
 
 def plain(obj: Any) -> Any:
@@ -56,6 +57,34 @@ def to_yaml(obj: Any, flow: bool | None = None) -> str:
     return yaml.dump(plain(obj), Dumper=_ReportDumper, sort_keys=False, width=100)
 
 
+def to_json(obj: Any) -> str:
+    """JSON text of a report (NaN as null, as in YAML)."""
+    import json
+
+    def finite(value):  # JSON has no inf: written as the strings "inf" / "-inf"
+        if isinstance(value, float) and math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        if isinstance(value, dict):
+            return {k: finite(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [finite(v) for v in value]
+        return value
+
+    return json.dumps(finite(plain(obj)), indent=2, allow_nan=False) + "\n"
+
+
 def write_report(obj: Any, target: str | os.PathLike | None = "-") -> None:
-    """Write a report as YAML to a file (atomically) or stdout."""
-    write_text(target, to_yaml(obj))
+    """Write a report to a file (atomically) or stdout: JSON when the name ends in ``.json``,
+    else YAML. A name that promises a table format (``.csv``, ``.npy``, ...) is refused: the
+    CLI base refuses it before any work (:func:`check_report_target`)."""
+    check_report_target(target)
+    fmt = suffix_format(target)
+    write_text(target, to_json(obj) if fmt == "json" else to_yaml(obj))
+
+
+def check_report_target(target: str | os.PathLike | None, what: str = "-o") -> None:
+    """A report is YAML or JSON: refuse a name that promises another format."""
+    fmt = suffix_format(target)
+    if fmt not in ("safetensors", "yaml", "json"):
+        raise CortexError(f"{what} {target}: a report is YAML or JSON, not {fmt.upper()}; name "
+                          "the file .yaml or .json")

@@ -55,6 +55,24 @@ def read_bytes(source: str | os.PathLike | None) -> bytes:
         raise CortexError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
+# An output's suffix is a promise (DESIGN.md): a table or report written to one of these is
+# written in that format; any other name (and stdout) gets safetensors.
+SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".npy": "npy", ".npz": "npz", ".yaml": "yaml",
+                  ".yml": "yaml", ".json": "json"}
+TEXT_FORMATS = ("csv", "tsv", "yaml", "json")
+
+
+def suffix_format(target: str | os.PathLike | None) -> str:
+    """The format an output's name promises: ``csv``, ``tsv``, ``npy``, ``npz``, ``yaml``,
+    ``json``, or ``safetensors`` for stdout, special files and every other name."""
+    if is_stdio(target):
+        return "safetensors"
+    path = Path(target)
+    if _is_special(path):
+        return "safetensors"
+    return SUFFIX_FORMATS.get(path.suffix.lower(), "safetensors")
+
+
 def check_binary_target(target: str | os.PathLike | None) -> None:
     """Refuse, before any work, to send a binary artifact to a terminal (as gzip does)."""
     if is_stdio(target) and sys.stdout is not None and sys.stdout.isatty():

@@ -282,10 +282,11 @@ def parse_csv(data: bytes, name: str, categorical_columns: Iterable[str] = ()) -
     return Table(columns, levels, name, csv=True)
 
 
-def to_csv(table: Table) -> bytes:
-    """CSV bytes with a header; categorical columns written back as their level strings."""
+def to_csv(table: Table, delimiter: str = ",") -> bytes:
+    """CSV bytes with a header (TSV with ``delimiter="\\t"``); categorical columns written back
+    as their level strings."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator="\n", delimiter=delimiter)
     writer.writerow(table.names)
     texts = [table.strings(n) for n in table.names]
     for row in zip(*texts):
@@ -355,11 +356,62 @@ def _register_schema() -> None:
 _register_schema()
 
 
+def encode_table(table: Table, fmt: str) -> bytes:
+    """The bytes of ``table`` in ``fmt``: ``csv``/``tsv`` (categories as their level strings),
+    ``npy`` (one (rows, columns) array; categories as codes), ``npz`` (one array per column),
+    ``yaml``/``json`` (a mapping of column name -> list of values)."""
+    from cortexkit.formats import tables as raw
+
+    if fmt in ("csv", "tsv"):
+        return to_csv(table, delimiter="," if fmt == "csv" else "\t")
+    if fmt == "npy":
+        arrays = [np.asarray(table.columns[n]) for n in table.names]
+        return raw.write_npy(np.stack(arrays, axis=1).astype(np.result_type(*arrays)))
+    if fmt == "npz":
+        return raw.write_npz({n: np.asarray(c) for n, c in table.columns.items()})
+    if fmt in ("yaml", "json"):
+        from cortexkit.formats.report import to_json, to_yaml
+
+        data = {n: (table.strings(n) if n in table.levels else table.columns[n].tolist())
+                for n in table.names}
+        return (to_json(data) if fmt == "json" else to_yaml(data, flow=False)).encode("utf-8")
+    raise CortexError(f"no table format '{fmt}'")
+
+
+def from_tensors(tensors: dict, source: str = "<artifact>") -> Table:
+    """A wide table of an artifact's tensors when they share their first dimension (rows): a
+    1-D tensor is one column ``name``, an (rows, k, ...) tensor the columns ``name[j]``
+    (``name[j][l]`` ...). Anything else is an error naming ``cortexkit convert``."""
+    arrays = {k: np.asarray(v.numpy() if hasattr(v, "numpy") else v) for k, v in tensors.items()}
+    rows = {a.shape[0] if a.ndim else None for a in arrays.values()}
+    if len(rows) != 1 or None in rows:
+        shapes = ", ".join(f"{k} {list(a.shape)}" for k, a in sorted(arrays.items()))
+        raise CortexError(f"{source}: its tensors ({shapes}) do not share a row count, so they "
+                          "make no one table; write safetensors (-o FILE.st) and take one out "
+                          "with 'cortexkit convert FILE.st --tensor NAME OUT.csv'")
+    columns: dict[str, np.ndarray] = {}
+    for name in sorted(arrays):
+        array = arrays[name]
+        if array.ndim == 1:
+            columns[name] = array
+            continue
+        flat = array.reshape(array.shape[0], -1)
+        for j, index in enumerate(np.ndindex(*array.shape[1:])):
+            columns[name + "".join(f"[{i}]" for i in index)] = flat[:, j]
+    return Table(columns, {}, source)
+
+
 def write_table(target: str | os.PathLike | None, table: Table, *, producer: str = "",
                 config: dict | None = None, metadata: dict | None = None) -> None:
-    """Write ``table`` as a ``table`` artifact (atomically, or to stdout for ``-``)."""
+    """Write ``table`` in the format its name promises (``.csv``, ``.tsv``, ``.npy``, ``.npz``,
+    ``.yaml``, ``.json``), else as a ``table`` artifact (atomically, or to stdout for ``-``)."""
     from cortexkit.formats.artifact import write_artifact
+    from cortexkit.formats.stdio import TEXT_FORMATS, suffix_format, write_bytes
 
+    fmt = suffix_format(target)
+    if fmt != "safetensors":
+        write_bytes(target, encode_table(table, fmt), binary=fmt not in TEXT_FORMATS)
+        return
     tensors, extra = to_tensors(table)
     write_artifact(target, tensors, TABLE_KIND, version=TABLE_VERSION, producer=producer,
                    config=config, metadata={**(metadata or {}), **extra})
