@@ -44,12 +44,14 @@ import functools
 import os
 import shlex
 import sys
+import warnings
 from typing import Any, Callable, Iterable
 
 import click
 
-from cortexkit.cli.options import (META_PARAMS, OutputPath, common_options, config_key, epilog,
-                                   find_config_arg, load_config_file, make_finite)
+from cortexkit.cli.options import (META_PARAMS, OutputPath, check_sizes, common_options,
+                                   config_key, epilog, find_config_arg, load_config_file,
+                                   make_finite)
 from cortexkit.formats.errors import CortexError
 from cortexkit.formats.stdio import check_binary_target, check_target
 
@@ -70,10 +72,19 @@ class Terminated(BaseException):
 class Failure(Exception):
     """An error raised while a command ran, tagged with the command's path for the message."""
 
-    def __init__(self, command_path: str, error: BaseException):
+    def __init__(self, command_path: str, error: BaseException, warned: list[str] | None = None):
         super().__init__(str(error))
         self.command_path = command_path
         self.error = error
+        self.warned = warned or []  # warnings (numpy's ...) that came before the error
+
+    @property
+    def note(self) -> str:
+        """The warnings before the error, for the end of its one line."""
+        if not self.warned:
+            return ""
+        more = f" and {len(self.warned) - 1} more" if len(self.warned) > 1 else ""
+        return f" (after a warning: {self.warned[0]}{more})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,14 +204,34 @@ class CortexCommand(click.Command):
         return super().make_context(info_name, args, parent=parent, **extra)
 
     def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except (click.exceptions.Exit, click.Abort, click.ClickException, Failure):
-            raise
-        except (Terminated, KeyboardInterrupt) as exc:
-            raise Failure(ctx.command_path, exc) from exc
-        except Exception as exc:  # noqa: BLE001 - every error becomes one line (see main)
-            raise Failure(ctx.command_path, exc) from exc
+        # Warnings (numpy's divide-by-zero, a library's UserWarning) never reach stderr raw:
+        # before an error they become part of its one line, after a success each distinct one
+        # is one line "cortexkit TOOL VERB: warning: ...".
+        with warnings.catch_warnings(record=True) as caught:
+            try:
+                result = super().invoke(ctx)
+            except (click.exceptions.Exit, click.Abort, click.ClickException):
+                raise
+            except Failure as failure:
+                failure.warned = failure.warned or _warning_lines(caught)
+                raise
+            except (Terminated, KeyboardInterrupt) as exc:
+                raise Failure(ctx.command_path, exc) from exc
+            except Exception as exc:  # noqa: BLE001 - every error becomes one line (see main)
+                raise Failure(ctx.command_path, exc, _warning_lines(caught)) from exc
+        for line in _warning_lines(caught):
+            click.echo(f"{ctx.command_path}: warning: {line}", err=True)
+        return result
+
+
+def _warning_lines(caught: list) -> list[str]:
+    """Distinct warning messages, each on one line, in order."""
+    lines: list[str] = []
+    for item in caught:
+        text = " ".join(str(item.message).split())
+        if text and text not in lines:
+            lines.append(text)
+    return lines
 
 
 class CortexGroup(click.Group):
@@ -451,6 +482,7 @@ def _wrap(func: Callable, writes: str | None) -> Callable:
         if writes in ("artifact", "table"):
             check_binary_target(kwargs.get("output"))
         check_outputs(ctx)
+        check_sizes(ctx)  # every option that sizes memory or time, before any work
         for name in META_PARAMS + TORCH_PARAMS:  # these live on the Run
             kwargs.pop(name, None)
         from cortexkit.formats.stdio import transaction

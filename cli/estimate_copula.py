@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from cortexkit.cli.base import tool_group, verb
+from cortexkit.cli.options import Count, Size
 from cortexkit.formats.errors import CortexError
 from cortexkit.tools.copula import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
@@ -23,7 +24,11 @@ SPACES = ("data", "cube", "gaussian")
 # helpers (file names and formats only; the method lives in cortexkit.tools.copula)
 
 def _names(text: str | None) -> list[str]:
-    return [c.strip() for c in (text or "").split(",") if c.strip()]
+    names = [c.strip() for c in (text or "").split(",") if c.strip()]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # one column twice is a singular copula, never a model
+        raise CortexError(f"column {', '.join(twice)} named twice in {text!r}; name each column once")
+    return names
 
 
 def _read_matrix(source: str, columns: list[str] | None = None, drop: str | None = None):
@@ -97,8 +102,10 @@ positive = click.FloatRange(min=0, min_open=True)
               help="Stop training after this many seconds (0 = run all --steps).")
 @click.option("--guide", type=click.Choice(["none", "gaussian"]), default="none", show_default=True,
               help="CDC noise: N(0, I), or N(0, Sigma) of the training correlation.")
-@click.option("--hidden", type=click.IntRange(min=1), default=None, help="Network width [512].")
-@click.option("--depth", type=click.IntRange(min=1), default=None,
+@click.option("--hidden", type=Size(min=1, bytes=lambda h, p: 16.0 * h * h * (p.get("depth") or 1),
+                                    what="units per layer"), default=None, help="Network width [512].")
+@click.option("--depth", type=Size(min=1, bytes=lambda d, p: 16.0 * (p.get("hidden") or 1) ** 2 * d,
+                                   what="layers"), default=None,
               help="Residual blocks (cdc) [6] or hidden layers (reflection) [5].")
 @click.option("--lr", type=positive, default=None, help="Adam learning rate [cdc 5e-5, reflection 1e-4].")
 @click.option("--ties", type=click.Choice(["random", "average"]), default="random", show_default=True,
@@ -175,7 +182,7 @@ def score(run, model, table, space, density, normalise, is_draws, proposal):
 
 @verb(group, "sample", output="artifact", torch_options=True)
 @click.argument("model", metavar="MODEL")
-@click.option("-n", "--count", type=click.IntRange(min=1), default=1000, show_default=True)
+@click.option("-n", "--count", type=Count(bytes_each=32, what="rows"), default=1000, show_default=True)
 @click.option("--space", type=click.Choice(SPACES), default="cube", show_default=True,
               help="cube: u in (0,1)^d; gaussian: z; data: through the stored marginals.")
 @click.option("--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
@@ -236,7 +243,7 @@ def evaluate(run, model, table, space, columns, samples, is_draws, proposal):
               help="clayton:theta=3, gumbel:theta=2, frank:theta=5, student:rho=0.6,nu=4, gaussian:rho=0.5, "
                    "a ',survival' flag, or a mixture 0.5*clayton:theta=3+0.5*gumbel:theta=2,survival.")
 @click.option("-d", "--dim", type=click.IntRange(min=2), default=2, show_default=True)
-@click.option("-n", "--count", type=click.IntRange(min=1), default=1000, show_default=True)
+@click.option("-n", "--count", type=Count(bytes_each=32, what="rows"), default=1000, show_default=True)
 @click.option("--margins", type=click.Choice(["uniform", "normal", "exponential"]), default="uniform",
               show_default=True, help="Marginal law of the written columns.")
 @click.option("--log-density", is_flag=True, help="Add a log_density column: the exact log c(u).")

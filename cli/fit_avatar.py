@@ -8,7 +8,7 @@ import re
 import click
 
 from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
-from cortexkit.cli.options import OutputPath
+from cortexkit.cli.options import OutputPath, Regex
 from cortexkit.formats.errors import CortexError
 from cortexkit.tools.avatar import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
@@ -18,17 +18,44 @@ group = tool_group(
          "from calibrated cameras (triangulate, shape, track, export, synth, evaluate).")
 
 UNITS = click.Choice(["mm", "cm", "m"])
+MAX_RING = 256  # virtual cameras of --rig ring:N (the size guard of synth: every camera renders every frame)
 
-def _yaml(path):
+def _yaml(path, option: str = ""):
+    """A YAML mapping file of an option (``--keypoints``, ``--limits``), or a one-line error."""
     if path is None:
         return None
     import yaml
 
+    where = f"{option} {path}".strip()
     try:
-        with open(path) as handle:
-            return yaml.safe_load(handle) or {}
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle) or {}
     except OSError as exc:
-        raise CortexError(f"{path}: {exc.strerror}") from None
+        raise CortexError(f"{where}: {exc.strerror}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CortexError(f"{where}: not valid YAML ({first})") from None
+    if not isinstance(data, dict):
+        raise CortexError(f"{where}: expected a mapping of joint or keypoint names, "
+                          f"got {type(data).__name__}")
+    return data
+
+
+def _limits(path):
+    """--limits YAML: joint -> [[lo x, y, z], [hi x, y, z]] radians, checked before any work."""
+    import numpy as np
+
+    data = _yaml(path, "--limits")
+    for name, box in (data or {}).items():
+        try:
+            array = np.asarray(box, dtype=float)
+        except (TypeError, ValueError):
+            array = None
+        if array is None or array.shape != (2, 3) or not np.isfinite(array).all() \
+                or (array[0] > array[1]).any():
+            raise CortexError(f"--limits {path}: joint '{name}' needs [[lo x, y, z], [hi x, y, z]] "
+                              f"finite radians with lo <= hi, got {box!r}")
+    return data
 
 
 def _template(run, source: str, units: str, keypoints, limits, exclude):
@@ -42,8 +69,9 @@ def _template(run, source: str, units: str, keypoints, limits, exclude):
         mesh = read_gltf(source)
         factor = unit_factor(units, "--template-units")
         tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
-                                 mesh.rest_world, unit_mm=factor, keypoints=_yaml(keypoints),
-                                 limits=_yaml(limits), exclude_offsets=exclude)
+                                 mesh.rest_world, unit_mm=factor,
+                                 keypoints=_yaml(keypoints, "--keypoints"),
+                                 limits=_limits(limits), exclude_offsets=exclude)
         return tpl, None, mesh.animations, factor
     from cortexkit.tools.avatar.io import AVATAR, avatar_from_artifact
 
@@ -67,6 +95,9 @@ def _views(run, inputs, calibration, units, camera_names):
     if not inputs:
         raise CortexError("no input: give an avatar-views artifact or 2D keypoint files with --calibration")
     if calibration is None:
+        if camera_names:
+            raise CortexError("--camera-names names the files of --calibration; an avatar-views "
+                              "artifact already names its cameras (drop --camera-names)")
         if len(inputs) != 1:
             raise CortexError("several 2D files need --calibration calibration.toml")
         views = views_from_artifact(run.read_artifact(inputs[0], VIEWS))
@@ -188,6 +219,11 @@ def synth(run, template, template_units, clip, frames, rig, units, noise, dropou
     from cortexkit.tools.avatar.io import VIEWS, views_to_tensors
     from cortexkit.tools.avatar.synth import SynthConfig, make_views
 
+    if rig.startswith("ring:"):
+        count = rig[len("ring:"):]
+        if not count.isdigit() or not 1 <= int(count) <= MAX_RING:
+            raise CortexError(f"--rig {rig}: ring:N takes a whole number of virtual cameras N from 1 "
+                              f"to {MAX_RING}")
     tpl, _, clips, factor = _template(run, template, template_units, keypoints, None, None)
     if clip is not None and clip not in clips:
         raise CortexError(f"--clip {clip}: {template} has clips {', '.join(clips) or 'none'}")
@@ -258,7 +294,7 @@ fit_opts = [
                  help="Keypoint map YAML (name: joint, or name: {vertices, weights})."),
     click.option("--limits", type=click.Path(dir_okay=False), default=None,
                  help="Joint limits YAML (joint: [[lo x,y,z],[hi x,y,z]] radians)."),
-    click.option("--exclude-offsets", default=None, help="Regex of joints whose vertices get no offset (e.g. hand)."),
+    click.option("--exclude-offsets", type=Regex(), default=None, help="Regex of joints whose vertices get no offset (e.g. hand)."),
     click.option("--masks", "masks_dir", type=click.Path(file_okay=False), default=None,
                  help="Folder of mask images, DIR/<camera>/ one per frame in name order (read with "
                       "OpenCV; replaces the views' masks)."),
@@ -379,7 +415,7 @@ def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps,
 def export(run, avatar, poses, obj_dir):
     """Fitted avatar + poses -> glTF 2.0 skin with the fitted rest shape and an animation clip."""
     from cortexkit.formats.gltf import write_gltf, write_obj
-    from cortexkit.formats.stdio import write_bytes
+    from cortexkit.formats.stdio import make_folder, write_bytes
     from cortexkit.tools.avatar.export import gltf_arrays, posed_meshes
     from cortexkit.tools.avatar.io import POSES, avatar_from_artifact, poses_from_artifact
 
@@ -395,7 +431,7 @@ def export(run, avatar, poses, obj_dir):
     data = write_gltf(output, **gltf_arrays(tpl, shp, pose, float(art.meta_json("cortexkit.fps", 30.0))),
                       colors=colors)
     if obj_dir:
-        os.makedirs(obj_dir, exist_ok=True)
+        make_folder(obj_dir)  # removed again if a write fails (a full disk)
         for f, verts in enumerate(posed_meshes(tpl, shp, pose)):
             write_bytes(os.path.join(obj_dir, f"frame{f:05d}.obj"),
                         write_obj(verts * 1e-3, tpl.faces.numpy(), colors))

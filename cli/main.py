@@ -77,6 +77,11 @@ def describe(error: BaseException) -> str:
     return " ".join(text.split()) or type(error).__name__
 
 
+# A reader that closes early (``| head -c 100``): quiet, and the status a shell gives a process
+# killed by SIGPIPE (128 + 13), as coreutils' tools end; one behaviour for every command.
+BROKEN_PIPE = 128 + signal.SIGPIPE
+
+
 def _quiet_stdout() -> None:
     """After a broken pipe (``| head``), stop Python complaining while it flushes stdout."""
     try:
@@ -125,14 +130,15 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exception(failure.error)
         if isinstance(failure.error, BrokenPipeError):
             _quiet_stdout()
-            sys.exit(1)
+            sys.exit(BROKEN_PIPE)
         if isinstance(failure.error, Terminated):
             click.echo(f"{failure.command_path}: terminated", err=True)
             sys.exit(128 + failure.error.signum)
         if isinstance(failure.error, KeyboardInterrupt):
             click.echo(f"{failure.command_path}: interrupted", err=True)
             sys.exit(130)
-        click.echo(f"{failure.command_path}: error: {describe(failure.error)}", err=True)
+        click.echo(f"{failure.command_path}: error: {describe(failure.error)}{failure.note}",
+                   err=True)
         sys.exit(1)
     except click.Abort:
         click.echo("cortexkit: aborted", err=True)
@@ -144,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(128 + exc.signum)
     except BrokenPipeError:
         _quiet_stdout()
-        sys.exit(1)
+        sys.exit(BROKEN_PIPE)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

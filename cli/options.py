@@ -84,24 +84,73 @@ class Int(click.IntRange):
         return super().convert(value, param, ctx)
 
 
-class Count(Int):
-    """A number of things the command will hold in memory (samples, simulations): refused at
-    parse time, with the estimate, when ``bytes_each`` per item already exceeds the memory the
-    machine has available (``sample -n 10000000000``), instead of failing deep in an allocator."""
+class Size(Int):
+    """An integer that sizes memory or run time (samples, steps, widths, depths, codebooks).
 
-    def __init__(self, min: int = 1, max: int | None = None, *, bytes_each: int = 8,
-                 what: str = "items"):
+    The one size guard of every verb: ``bytes`` and ``seconds`` are what the run needs, as a
+    number per unit (``Size(bytes=16)``: 16 bytes per item) or as a function
+    ``(value, params) -> estimate`` of the value and every other parameter of the verb (their
+    defaults filled in), a lower bound of the real cost. The base checks every Size option once
+    the whole command line is parsed, before any work, and refuses (usage error, exit 2) a
+    request past the memory available or past ``limit`` seconds (24 hours), saying the estimate,
+    instead of hanging or failing deep in an allocator. ``max`` is the hard sanity bound for
+    sizes whose cost depends on a model read later (``evaluate --steps``)."""
+
+    def __init__(self, min: int = 1, max: int | None = None, *, bytes: Any = None,
+                 seconds: Any = None, what: str = "items", limit: float = 24 * 3600.0,
+                 bytes_each: int | None = None):
         super().__init__(min, max)
-        self.bytes_each = bytes_each
+        self.bytes = bytes_each if bytes is None else bytes
+        self.seconds = seconds
         self.what = what
+        self.limit = limit
+
+    def estimate(self, value: int, params: dict) -> tuple[float, float]:
+        """(bytes, seconds) a run with this value needs, from the declaration."""
+        def one(cost):
+            if cost is None or value is None:
+                return 0.0
+            if callable(cost):
+                return float(cost(value, params))
+            return float(cost) * value
+        return one(self.bytes), one(self.seconds)
+
+    def check(self, value: int, params: dict, *, alone: bool = False) -> None:
+        """Refuse ``value`` when its estimate is past the machine or the time limit (``alone``:
+        only the per-unit costs, which need no other parameter)."""
+        if alone and (callable(self.bytes) or callable(self.seconds)):
+            return
+        nbytes, seconds = self.estimate(value, params)
+        what = f"{value} {self.what}"
+        check_memory(what, nbytes)
+        check_time(what, seconds, self.limit)
 
     def convert(self, value, param, ctx):
-        count = super().convert(value, param, ctx)
-        try:
-            check_memory(f"{count} {self.what}", count * self.bytes_each)
+        number = super().convert(value, param, ctx)
+        try:  # per-unit costs are refused while parsing (the config file's values too)
+            self.check(number, {}, alone=True)
         except CortexError as exc:
             self.fail(str(exc), param, ctx)
-        return count
+        return number
+
+
+def Count(min: int = 1, max: int | None = None, *, bytes_each: int = 8,
+          what: str = "items") -> Size:
+    """A number of things the command holds in memory (samples, simulations), ``bytes_each``
+    each: refused with the estimate when it exceeds the memory available."""
+    return Size(min, max, bytes=bytes_each, what=what)
+
+
+def check_sizes(ctx: click.Context) -> None:
+    """Every :class:`Size` option of the command checked against the machine and the time limit
+    with all parameters known (the base calls this before the verb body runs)."""
+    params = {p.name: ctx.params.get(p.name, p.default) for p in ctx.command.params}
+    for param in ctx.command.params:
+        if isinstance(param.type, Size) and ctx.params.get(param.name) is not None:
+            try:
+                param.type.check(ctx.params[param.name], params)
+            except CortexError as exc:
+                raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
 POSITIVE = Float(min=0, min_open=True)
@@ -117,6 +166,24 @@ POSITIVE_INT = Int(min=1)
 
 
 COUNT = Int(min=0)
+
+
+class Regex(click.ParamType):
+    """A regular expression, compiled while parsing: a broken one (``'(['``) is a usage error
+    naming the option, not an internal error deep in the method. The value stays text."""
+
+    name = "regex"
+
+    def convert(self, value, param, ctx):
+        import re
+
+        if not isinstance(value, str):
+            self.fail(f"{value!r} is not a regular expression", param, ctx)
+        try:
+            re.compile(value)
+        except re.error as exc:
+            self.fail(f"{value!r} is not a valid regular expression ({exc})", param, ctx)
+        return value
 
 
 class OutputPath(click.ParamType):

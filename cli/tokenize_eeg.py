@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cortexkit.cli.base import tool_group, verb
-from cortexkit.cli.options import option_set
+from cortexkit.cli.options import Size, option_set
 from cortexkit.tools.eeg import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 KIND_TOKENIZER = "eeg-tokenizer"
@@ -116,7 +116,8 @@ def _encode(run, model, prep, recordings, stride, batch_size, sfreq, channel_nam
               help="Patches of 200 samples (1 s) per window.")
 @click.option("--preset", type=click.Choice(["base", "small", "tiny"]), default="base",
               show_default=True, help="Encoder size: base = the paper's 12 x 200; small, tiny for CPU.")
-@click.option("--codebook-size", type=click.IntRange(min=2), default=4096, show_default=True,
+@click.option("--codebook-size", type=Size(min=2, bytes=lambda k, p: 4 * 4 * 32.0 * k, what="codes"),
+              default=4096, show_default=True,
               help="Codes per codebook (use 256-1024 on small data).")
 @click.option("--kmeans-init", is_flag=True,
               help="Initialise codebooks by cosine k-means on the first batch (recommended on small data).")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
-from cortexkit.cli.options import option_set
+from cortexkit.cli.options import Size, option_set
 from cortexkit.tools.pcn import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 KIND_MODEL = "pcn-model"
@@ -18,14 +18,26 @@ group = tool_group(
 )
 
 positive = click.FloatRange(min=0, min_open=True)
+# Size guards (cli/options.Size): an MLP layer holds width^2 weights, their gradient and two Adam
+# moments (float32); inference steps are bounded (the paper's T is 8-100s), as their cost
+# depends on the model read later.
+MAX_STEPS = 100_000
+
+
+def _layer_bytes(params) -> float:
+    width = params.get("width") or 1
+    return 16.0 * width * width
 
 model_options = option_set(
     click.option("--arch", type=click.Choice(["mlp", "vgg5", "vgg7", "vgg9", "vgg11", "vgg13",
                                             "resnet18"]),
                  default="mlp", show_default=True, help="Architecture."),
-    click.option("--depth", type=click.IntRange(min=1), default=4, show_default=True,
+    click.option("--depth", type=Size(min=1, bytes=lambda d, p: _layer_bytes(p) * d,
+                                      what="layers"), default=4, show_default=True,
                  help="MLP weight layers L."),
-    click.option("--width", type=click.IntRange(min=1), default=128, show_default=True,
+    click.option("--width", type=Size(min=1, bytes=lambda w, p: _layer_bytes({**p, "width": w})
+                                      * (p.get("depth") or 1), what="units per layer"),
+                 default=128, show_default=True,
                  help="MLP hidden width."),
     click.option("--width-scale", type=positive, default=1.0, show_default=True,
                  help="VGG channel multiplier."),
@@ -48,8 +60,8 @@ method_options = option_set(
                  "(2 for deep plain MLPs, see man)."),
     click.option("--weight-clip", type=positive, default=None,
                  help="Clamp weights to [-C, C] after normalisation (off by default)."),
-    click.option("--steps", type=click.IntRange(min=0), default=8, show_default=True,
-                 help="Inference steps T."),
+    click.option("--steps", type=Size(min=0, max=MAX_STEPS, what="inference steps"), default=8,
+                 show_default=True, help="Inference steps T."),
     click.option("--state-lr", type=positive, default=None,
                  help="State rate eta_x [default: 1 for meta-pcn, 0.1 for pc/ipc]."),
     click.option("--state-momentum", type=click.FloatRange(0, 1, max_open=True), default=0.0,
@@ -200,7 +212,7 @@ def train(run, data, split, test_data, test_split, log, checkpoint, plot, **opts
 @click.argument("model", metavar="MODEL")
 @click.argument("data", metavar="IMAGES")
 @click.option("--split", default="test", show_default=True, help="Split inside IMAGES.")
-@click.option("--steps", type=click.IntRange(min=0), default=None,
+@click.option("--steps", type=Size(min=0, max=MAX_STEPS, what="inference steps"), default=None,
               help="Inference steps for the energies [default: the model's].")
 def evaluate(run, model, data, split, steps):
     """Top-1/top-5 and per-layer error energies of a model on labelled images -> YAML."""

@@ -165,6 +165,12 @@ def write_artifact(target: str | os.PathLike | None, tensors: dict[str, Any], ki
                     binary=fmt not in TEXT_FORMATS, now=now)
         return
     meta = build_metadata(kind, version=version, producer=producer, config=config, extra=metadata)
+    from cortexkit.formats.schema import schema_for
+
+    schema = schema_for(kind)
+    if schema is not None:  # what a reader would refuse (NaN weights, ...) is never written
+        name = "stdout" if target is None or str(target) == "-" else str(target)
+        schema.validate(Artifact(f"refusing to write {name}", meta, dict(tensors)))
     write_bytes(target, encode(tensors, meta), now=now)
 
 

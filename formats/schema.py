@@ -67,6 +67,13 @@ class Schema:
     metadata: tuple[str, ...] = ()
     json_metadata: tuple[str, ...] = ()
     check: Callable[[Any, dict], None] | None = None
+    state: Callable[[Any], dict[str, tuple]] | None = None
+
+    """``state``: for a model kind, ``artifact -> {tensor name: shape}`` that the model built
+    from the artifact's stored config holds (built without memory, e.g. on torch's ``meta``
+    device). On read every such tensor must be there with that shape, and no other under the
+    same prefixes: a model whose tensors disagree with its config is a one-line error naming
+    the tensor, not a ``size mismatch`` deep in ``load_state_dict``."""
 
     def validate(self, artifact) -> dict[str, int]:
         """Check ``artifact`` (numpy or torch tensors); returns the bound sizes."""
@@ -86,9 +93,38 @@ class Schema:
         for spec in self.tensors:
             for tname in _matching(spec, artifact, self.kind):
                 _check_tensor(artifact, tname, spec, sizes, self.kind)
+        if self.state is not None:
+            check_state(artifact, self.kind, self.state)
         if self.check is not None:
             self.check(artifact, sizes)
         return sizes
+
+
+def check_state(artifact, kind: str, state: Callable[[Any], dict[str, tuple]]) -> None:
+    """The one shape check of a model's tensors against the model its stored config builds."""
+    try:
+        expected = state(artifact)
+    except CortexError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, RuntimeError) as exc:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        raise CortexError(f"{artifact.source}: the {kind}'s stored config does not build a model "
+                          f"({text}); damaged, or written by another version") from None
+    held = artifact.tensors
+    for name, shape in expected.items():
+        if name not in held:
+            raise CortexError(f"{artifact.source}: {kind} artifact has no tensor '{name}', which "
+                              "its stored config needs; damaged, or not written by cortexkit")
+        got = tuple(held[name].shape)
+        if got != tuple(shape):
+            raise CortexError(f"{artifact.source}: tensor '{name}' of the {kind} has shape "
+                              f"{list(got)}, its stored config needs {list(shape)}; the tensors "
+                              "and the config disagree (damaged or edited file)")
+    prefixes = {name.split(".")[0] for name in expected}
+    extra = sorted(n for n in held if n.split(".")[0] in prefixes and n not in expected)
+    if extra:
+        raise CortexError(f"{artifact.source}: {kind} artifact holds tensor '{extra[0]}', which "
+                          "its stored config has no place for; damaged or edited file")
 
 
 def check_version(artifact, kind: str, newest: int) -> None:

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -128,13 +128,14 @@ def check_target(target: str | os.PathLike | None, what: str = "-o") -> None:
         raise CortexError(f"{text}: cannot write, folder {folder} does not exist")
     if not folder.is_dir():
         raise CortexError(f"{text}: cannot write, {folder} is not a folder")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=folder)
+    probe = _temporary_name(real)
+    try:  # armed before the file exists: a signal at any point leaves no probe behind
+        os.close(_create(probe))
     except OSError as exc:
         raise CortexError(f"{text}: cannot write in folder {folder} "
                           f"({exc.strerror or exc})") from None
-    os.close(fd)
-    os.unlink(probe)
+    finally:
+        _remove(probe)
 
 
 def _new_file_mode(real: Path) -> int:
@@ -150,22 +151,33 @@ def _new_file_mode(real: Path) -> int:
 # ---------------------------------------------------------------------------------------------
 # one write
 
-def _temporary_beside(real: Path, suffix: str = "") -> tuple[int, str]:
+def _temporary_name(real: Path, suffix: str = "") -> str:
+    """A fresh name for a temporary file beside ``real`` (not created yet).
+
+    Temporaries are named first and created after, so whoever removes them on failure holds
+    the name before the file exists: a SIGTERM between creating the file and arming its
+    removal (as with ``mkstemp``, which returns the name only once the file is there) would
+    leave a 0-byte ``.NAME.*.tmp`` behind."""
     folder = real.parent if str(real.parent) else Path(".")
-    if not folder.is_dir():
-        raise CortexError(f"{real}: folder {folder} does not exist")
-    return tempfile.mkstemp(prefix=f".{real.name}.", suffix=f".tmp{suffix}", dir=folder)
+    return str(folder / f".{real.name}.{secrets.token_hex(4)}.tmp{suffix}")
 
 
-def _write_temporary(path: Path, data: bytes) -> tuple[str, Path]:
-    """Write ``data`` to a temporary file beside the real target; (temp path, real target)."""
+def _create(tmp: str) -> int:
+    """Create ``tmp`` exclusively (mode 0600 until the final mode is set); its descriptor."""
+    return os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+
+
+def _write_temporary(path: Path, data: bytes, tmp: str | None = None) -> tuple[str, Path]:
+    """Write ``data`` to the temporary file ``tmp`` (named by :func:`_temporary_name` beside
+    the real target, and already armed for removal by the caller); (temp path, real target)."""
     real = _real_target(path)
+    if tmp is None:
+        tmp = _temporary_name(real)
     try:
-        fd, tmp = _temporary_beside(real)
-    except OSError as exc:
-        raise CortexError(f"{path}: cannot write ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
+        folder = Path(tmp).parent
+        if not folder.is_dir():
+            raise CortexError(f"{real}: folder {folder} does not exist")
+        with os.fdopen(_create(tmp), "wb") as handle:
             os.fchmod(handle.fileno(), _new_file_mode(real))
             handle.write(data)
             handle.flush()
@@ -194,7 +206,15 @@ def _write_stdout(data: bytes, binary: bool) -> None:
     if binary:
         check_binary_target(STDIO)
     out = sys.stdout.buffer
-    out.write(data)
+    # A buffered write that fails part-way (the reader closed: ``| head -c 100``) returns the
+    # count it wrote instead of raising; write on, so the broken pipe surfaces as BrokenPipeError
+    # (status 141, as coreutils) and a short write is never a silent success.
+    view = memoryview(data)
+    while view:
+        written = out.write(view)
+        if not written:
+            raise BrokenPipeError(32, "Broken pipe")
+        view = view[written:]
     out.flush()
 
 
@@ -233,6 +253,7 @@ class Outputs:
     """The staged outputs of one command (see the module docstring)."""
 
     staged: list[_Staged] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)  # made by this command, newest last
 
     def _drop(self, shown: Path | None) -> None:
         for item in [s for s in self.staged if s.shown == shown]:
@@ -251,9 +272,10 @@ class Outputs:
         if _is_special(path):
             self.staged.append(_Staged(path, data=data))
             return
-        item = _Staged(path)
-        self.staged.append(item)  # registered first, so an interrupt still removes the temp
-        item.tmp, item.real = _write_temporary(path, data)
+        item = _Staged(path, real=_real_target(path))
+        item.tmp = _temporary_name(item.real)
+        self.staged.append(item)  # named and registered first: an interrupt removes the temp
+        _write_temporary(path, data, item.tmp)
 
     def stage_file(self, target, suffix: str = "") -> str:
         """A temporary path beside ``target`` for a library that writes files itself (the
@@ -262,16 +284,14 @@ class Outputs:
         path = Path(target)
         self._drop(path)
         real = _real_target(path)
-        item = _Staged(path, real=real, file=True)
-        self.staged.append(item)
+        item = _Staged(path, real=real, file=True, tmp=_temporary_name(real, suffix))
+        self.staged.append(item)  # armed before the name is probed
         try:
-            fd, tmp = _temporary_beside(real, suffix)
+            os.close(_create(item.tmp))
         except OSError as exc:
             raise CortexError(f"{path}: cannot write ({exc.strerror or exc})") from None
-        item.tmp = tmp
-        os.close(fd)
-        os.unlink(tmp)  # a name reserved in our folder; the library creates the file
-        return tmp
+        os.unlink(item.tmp)  # a name reserved in our folder; the library creates the file
+        return item.tmp
 
     def commit(self) -> None:
         """Stdout and special files first (a broken pipe or a blocked FIFO then leaves no file
@@ -309,6 +329,29 @@ class Outputs:
         for item in items:
             if item.tmp is not None:
                 _remove(item.tmp)
+        folders, self.folders = self.folders, []
+        for folder in reversed(folders):  # what a failed command made, if it is empty again
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+
+    def make_folder(self, folder: Path) -> None:
+        missing = []
+        for part in [folder, *folder.parents]:
+            if part.exists():
+                break
+            missing.append(part)
+        for part in reversed(missing):
+            self.folders.append(part)  # armed before it exists
+            try:
+                part.mkdir()
+            except FileExistsError:
+                self.folders.remove(part)
+            except OSError as exc:
+                raise CortexError(f"{folder}: cannot make the folder ({exc.strerror or exc})") from None
+        if not folder.is_dir():
+            raise CortexError(f"{folder}: not a folder")
 
 
 _current: Outputs | None = None
@@ -351,6 +394,19 @@ def write_bytes(target: str | os.PathLike | None, data: bytes, *, binary: bool =
         return
     tmp, real = _write_temporary(path, data)
     _rename(tmp, real, path)
+
+
+def make_folder(folder: str | os.PathLike) -> None:
+    """``mkdir -p`` for an output folder (``--obj-dir``): inside a command, the folders it makes
+    are removed again (when empty) if the command fails, so a failed run (a full disk) leaves
+    no empty folder behind."""
+    if _current is not None:
+        _current.make_folder(Path(folder))
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise CortexError(f"{folder}: cannot make the folder ({exc.strerror or exc})") from None
 
 
 def write_text(target: str | os.PathLike | None, text: str, *, now: bool = False) -> None:

@@ -96,20 +96,29 @@ def test_unreadable_metadata_yaml_and_json_name_the_file():
 # command module, and a NaN weight or a damaged layout is refused on read (issue 16).
 _COPULA_META = {"copula.columns": '["a", "b"]', "copula.copula": '"gaussian"',
                 "copula.marginals": '"ecdf"', "copula.n_train": "4"}
+TINY_TOKENIZER = {"dim": 16, "depth": 1, "heads": 2, "decoder_depth": 1, "codebook_size": 8,
+                  "code_dim": 4, "patch_size": 200}
 MODELS = {
     "pcn-model": ("cortexkit.cli.train_pcn", "blocks.0.layer.weight",
                   {"blocks.0.layer.weight": np.ones((3, 4), np.float32),
                    "blocks.0.layer.bias": np.zeros(3, np.float32)},
-                  {"pcn.network": "{}", "pcn.method": "{}", "pcn.preprocess": "{}"}),
+                  {"pcn.network": "{}", "pcn.method": "{}", "pcn.preprocess": json.dumps({"mean": [0.5], "std": [0.25]})}),
     "copula-model": ("cortexkit.cli.estimate_copula", "corr",
                      {"marginals.sizes": np.array([2, 2]), "marginals.knots_x": np.arange(4.0),
                       "marginals.knots_u": np.full(4, 0.5), "corr": np.eye(2),
                       "net.0.weight": np.ones((2, 2), np.float32)}, _COPULA_META),
-    "eeg-tokenizer": ("cortexkit.cli.tokenize_eeg", "quantizer_t.codebook",
-                      {"quantizer_t.codebook": np.ones((16, 8), np.float32),
-                       "quantizer_t.initted": np.array([True])},
-                      {"eeg.model": "{}", "eeg.preprocessing": "{}"}),
+    "eeg-tokenizer": ("cortexkit.cli.tokenize_eeg", "quantize_f.embedding", None,
+                      {"eeg.model": json.dumps(TINY_TOKENIZER), "eeg.preprocessing": "{}"}),
 }
+
+
+def _tokenizer_tensors() -> dict:
+    """The state of a real tokenizer of :data:`TINY_TOKENIZER` (its schema checks every tensor's
+    shape against the model the stored config builds)."""
+    from cortexkit.tools.eeg.model import TFDualTokenizer, TokenizerConfig
+
+    model = TFDualTokenizer(TokenizerConfig.from_dict(TINY_TOKENIZER))
+    return {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
 
 
 def _model_file(tmp_path, kind, tensors, meta):
@@ -124,6 +133,7 @@ def test_model_kinds_of_every_tool_refuse_nan_weights(tmp_path, kind):
 
     module, weight, tensors, meta = MODELS[kind]
     importlib.import_module(module)
+    tensors = _tokenizer_tensors() if tensors is None else tensors
     read_artifact(_model_file(tmp_path, kind, tensors, meta), kind, framework="np")
     bad = {**tensors, weight: np.where(np.eye(*tensors[weight].shape, dtype=bool), np.nan,
                                        tensors[weight]).astype(tensors[weight].dtype)}
@@ -146,4 +156,51 @@ def test_copula_model_layout_is_checked(tmp_path, change, fragment):
     _, _, tensors, meta = MODELS["copula-model"]
     path = _model_file(tmp_path, "copula-model", {**tensors, **change}, meta)
     with pytest.raises(CortexError, match=fragment):
+        read_artifact(path, "copula-model", framework="np")
+
+
+def test_tokenizer_tensors_that_disagree_with_its_config_are_refused_on_read(tmp_path):
+    """Issue 30 item 4: a codebook whose shape disagrees with the stored config was an internal
+    'size mismatch for quantize_f.embedding' deep in load_state_dict; now the schema's one shape
+    check against the model the config builds names the tensor and both shapes."""
+    import cortexkit.cli.tokenize_eeg  # noqa: F401  (registers the schema)
+
+    tensors = _tokenizer_tensors()
+    meta = {"eeg.model": json.dumps(TINY_TOKENIZER), "eeg.preprocessing": "{}"}
+    read_artifact(_model_file(tmp_path, "eeg-tokenizer", tensors, meta), "eeg-tokenizer")
+    wrong = {**tensors, "quantize_f.embedding": np.zeros((5, 4), np.float32)}
+    with pytest.raises(CortexError, match=r"tensor 'quantize_f.embedding' of the eeg-tokenizer has "
+                                          r"shape \[5, 4\], its stored config needs \[8, 4\]"):
+        read_artifact(_model_file(tmp_path, "eeg-tokenizer", wrong, meta), "eeg-tokenizer")
+    extra = {**tensors, "quantize_f.stray": np.zeros(3, np.float32)}
+    with pytest.raises(CortexError, match="quantize_f.stray"):
+        read_artifact(_model_file(tmp_path, "eeg-tokenizer", extra, meta), "eeg-tokenizer")
+    bad_config = {**meta, "eeg.model": json.dumps({**TINY_TOKENIZER, "codebooks": "triple"})}
+    with pytest.raises(CortexError, match="stored config does not build a model"):
+        read_artifact(_model_file(tmp_path, "eeg-tokenizer", tensors, bad_config), "eeg-tokenizer")
+
+
+@pytest.mark.parametrize("prep", [{"mean": [0.5], "std": [0.0]}, {"mean": [0.5], "std": [-1]},
+                                  {"mean": [0.5, 0.1], "std": [0.2]}, {"mean": [], "std": []},
+                                  {"mean": ["x"], "std": [1]}])
+def test_pcn_model_with_a_degenerate_normalisation_is_refused(tmp_path, prep):
+    """Issue 30 item 5: a stored std of 0 gave NaN logits (predict) and loss: null (evaluate)."""
+    import cortexkit.cli.train_pcn  # noqa: F401  (registers the schema)
+
+    _, _, tensors, meta = MODELS["pcn-model"]
+    path = _model_file(tmp_path, "pcn-model", tensors, {**meta, "pcn.preprocess": json.dumps(prep)})
+    with pytest.raises(CortexError, match="one positive std per channel"):
+        read_artifact(path, "pcn-model", framework="np")
+
+
+@pytest.mark.parametrize("corr", [np.ones((2, 2)), np.array([[1.0, 0.3], [0.2, 1.0]]),
+                                  np.array([[2.0, 0.0], [0.0, 1.0]])])
+def test_copula_model_correlation_must_be_one(tmp_path, corr):
+    """Issue 30 item 6: a stored correlation of all ones was accepted by score/transform/sample."""
+    import cortexkit.cli.estimate_copula  # noqa: F401  (registers the schema)
+
+    _, _, tensors, meta = MODELS["copula-model"]
+    read_artifact(_model_file(tmp_path, "copula-model", tensors, meta), "copula-model")
+    path = _model_file(tmp_path, "copula-model", {**tensors, "corr": corr}, meta)
+    with pytest.raises(CortexError, match="not a correlation matrix"):
         read_artifact(path, "copula-model", framework="np")

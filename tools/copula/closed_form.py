@@ -132,6 +132,9 @@ class Mixture:
                             for w, c in zip(self.weights, self.components)]}
 
 
+THETA_MAX = {"clayton": 200.0, "gumbel": 100.0, "frank": 400.0}
+
+
 def check(copula: Copula) -> None:
     """Raise ValueError when the parameters are outside the family's range."""
     f, th = copula.family, copula.theta
@@ -139,6 +142,16 @@ def check(copula: Copula) -> None:
         raise ValueError(f"unknown copula family {f!r} (known: {', '.join(FAMILIES)})")
     if copula.dim < 2:
         raise ValueError("a copula needs at least 2 dimensions")
+    for key in ("theta", "rho", "nu"):
+        value = getattr(copula, key, None)
+        if isinstance(value, (int, float)) and not math.isfinite(value):
+            raise ValueError(f"{f} needs a finite {key}, got {value}")
+    # Past these the family is numerically the comonotone copula (Kendall's tau > 0.99): the
+    # density overflows and the sampler returns the same value in every column.
+    top = THETA_MAX.get(f)
+    if top is not None and isinstance(th, (int, float)) and th > top:
+        raise ValueError(f"{f} needs theta <= {top:g} (Kendall's tau above 0.99 is numerically "
+                         f"comonotone), got {th:g}")
     if f == "clayton" and not th > 0:
         raise ValueError("clayton needs theta > 0")
     if f == "gumbel" and not th >= 1:
@@ -238,9 +251,11 @@ def parse_spec(spec: str, dim: int) -> Copula | Mixture:
         weights.append(weight)
     if len(comps) == 1 and "*" not in parts[0]:
         return comps[0]
-    if any(w <= 0 for w in weights):
-        raise ValueError("mixture weights must be positive")
+    if any(not (w > 0 and math.isfinite(w)) for w in weights):
+        raise ValueError("mixture weights must be positive and finite")
     total = sum(weights)
+    if abs(total - 1.0) > 1e-6:
+        raise ValueError(f"mixture weights sum to {total:g}; they must sum to 1")
     return Mixture(comps, [w / total for w in weights])
 
 

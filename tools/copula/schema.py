@@ -18,6 +18,13 @@ def _check(artifact, sizes) -> None:
     if int(counts.sum()) != sizes["K"]:
         raise CortexError(f"{artifact.source}: tensor 'marginals.sizes' sums to {int(counts.sum())}, "
                           f"the knots hold {sizes['K']} (damaged)")
+    corr = np.asarray(artifact.tensors["corr"], dtype=np.float64)
+    if corr.size and (not np.allclose(corr, corr.T, atol=1e-6)
+                      or not np.allclose(np.diag(corr), 1.0, atol=1e-6)
+                      or np.linalg.eigvalsh(corr).min() <= 1e-9):
+        raise CortexError(f"{artifact.source}: tensor 'corr' is not a correlation matrix (symmetric, "
+                          "unit diagonal, positive definite); damaged, or fitted on duplicate "
+                          "columns")
     columns = json.loads(artifact.metadata["copula.columns"])
     if not isinstance(columns, list) or len(columns) != sizes["d"]:
         raise CortexError(f"{artifact.source}: metadata copula.columns names {columns!r}, the "

@@ -9,11 +9,24 @@ from __future__ import annotations
 from cortexkit.formats.errors import CortexError
 from cortexkit.formats.schema import Schema, Tensor, register
 
+def _tokenizer_state(artifact) -> dict[str, tuple]:
+    """The state-dict shapes of the tokenizer its 'eeg.model' config builds (no memory used)."""
+    import torch
+
+    from cortexkit.tools.eeg.model import TFDualTokenizer, TokenizerConfig
+
+    config = TokenizerConfig.from_dict(artifact.meta_json("eeg.model"))
+    with torch.device("meta"):
+        model = TFDualTokenizer(config)
+    return {name: tuple(value.shape) for name, value in model.state_dict().items()}
+
+
 TOKENIZER = Schema(
     "eeg-tokenizer", version=1,
     metadata=("eeg.model", "eeg.preprocessing"),
     json_metadata=("eeg.model", "eeg.preprocessing", "eeg.training", "eeg.history"),
-    tensors=(Tensor("*", "any", finite=True),))
+    tensors=(Tensor("*", "any", finite=True),),
+    state=_tokenizer_state)
 
 
 
