@@ -153,8 +153,8 @@ def check_outputs(ctx: click.Context) -> None:
         values = value if isinstance(value, (list, tuple)) else [value]
         label = _output_label(param)
         for one in values:
-            if one is None:
-                continue
+            if one is None or (one == "-" and param.default == "-"):
+                continue  # stdout by default: not a clash with an output given explicitly
             check_target(one, label)
             key = "-" if one == "-" else os.path.realpath(one)
             special = key != "-" and os.path.exists(key) and not os.path.isfile(key)
@@ -350,6 +350,13 @@ class Run:
         else:
             self.info(line)
         return record
+
+    def drop_options(self, *names: str) -> None:
+        """Leave options that do not apply to this run (a Mallows model's network width) out
+        of the config stored in its artifacts, so ``inspect`` shows only the ones that do.
+        ``names`` are config keys (long option names without dashes)."""
+        for name in names:
+            self.config.pop(name, None)
 
     @property
     def stops(self) -> list[dict]:
