@@ -128,13 +128,16 @@ def check_target(target: str | os.PathLike | None, what: str = "-o") -> None:
         raise CortexError(f"{text}: cannot write, folder {folder} does not exist")
     if not folder.is_dir():
         raise CortexError(f"{text}: cannot write, {folder} is not a folder")
-    try:
+    probe = None
+    try:  # removed even when SIGTERM lands between creating and removing it
         fd, probe = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=folder)
+        os.close(fd)
     except OSError as exc:
         raise CortexError(f"{text}: cannot write in folder {folder} "
                           f"({exc.strerror or exc})") from None
-    os.close(fd)
-    os.unlink(probe)
+    finally:
+        if probe is not None:
+            _remove(probe)
 
 
 def _new_file_mode(real: Path) -> int:
