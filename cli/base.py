@@ -164,8 +164,8 @@ def check_outputs(ctx: click.Context) -> None:
         values = value if isinstance(value, (list, tuple)) else [value]
         label = _output_label(param)
         for one in values:
-            if one is None:
-                continue
+            if one is None or (one == "-" and param.default == "-"):
+                continue  # stdout by default: not a clash with an output given explicitly
             check_target(one, label)
             key = "-" if one == "-" else os.path.realpath(one)
             special = key != "-" and os.path.exists(key) and not os.path.isfile(key)
@@ -271,12 +271,16 @@ class Run:
 
     # -- torch ------------------------------------------------------------------------------
     def _setup_torch(self, threads: int | None) -> None:
-        import torch
+        """Threads and seed for torch, set when torch is first imported: a verb whose work
+        needs no torch (a Gaussian copula, a classical permutation model) never pays the
+        seconds of its import."""
+        def setup(torch) -> None:
+            if threads:
+                torch.set_num_threads(threads)
+            if self.seed is not None:
+                torch.manual_seed(self.seed)
 
-        if threads:
-            torch.set_num_threads(threads)
-        if self.seed is not None:
-            torch.manual_seed(self.seed)
+        after_import("torch", setup)
 
     def threads_for_work(self, flops_per_step: float) -> int:
         """Lower the thread count to one when the verb's work is small (under
@@ -382,6 +386,13 @@ class Run:
             self.info(line)
         return record
 
+    def drop_options(self, *names: str) -> None:
+        """Leave options that do not apply to this run (a Mallows model's network width) out
+        of the config stored in its artifacts, so ``inspect`` shows only the ones that do.
+        ``names`` are config keys (long option names without dashes)."""
+        for name in names:
+            self.config.pop(name, None)
+
     @property
     def stops(self) -> list[dict]:
         """The records of :meth:`stopped`, in order."""
@@ -440,6 +451,44 @@ class Run:
         """Save a matplotlib figure to ``target`` (format from its extension), staged."""
         with self.output_file(target) as tmp:
             figure.savefig(tmp, **savefig_kwargs)
+
+
+class _AfterImport:
+    """A meta-path finder that runs ``callback(module)`` once, right after ``name`` is first
+    imported (and finds nothing itself: the normal finders load the module)."""
+
+    def __init__(self, name: str, callback: Callable[[Any], None]):
+        self.name, self.callback = name, callback
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, callback = spec.loader, self.callback
+        original = loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            callback(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def after_import(name: str, callback: Callable[[Any], None]) -> None:
+    """Run ``callback(module)`` now if ``name`` is imported, else right after its import."""
+    module = sys.modules.get(name)
+    if module is not None:
+        callback(module)
+        return
+    for finder in [f for f in sys.meta_path if isinstance(f, _AfterImport) and f.name == name]:
+        sys.meta_path.remove(finder)  # a later Run's settings replace an earlier one's
+    sys.meta_path.insert(0, _AfterImport(name, callback))
 
 
 def _short(value: Any) -> str:

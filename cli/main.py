@@ -57,7 +57,8 @@ def cli():
     """cortexkit: seven research methods as Unix tools that read and write safetensors and YAML.
 
     Commands that write one artifact or report take -o PATH (- = stdout, the default; convert
-    names its output as a second argument instead). Every command takes --config FILE.yaml,
+    also takes it as a second argument). An output's name is a promise: .csv, .tsv, .npy, .npz,
+    .yaml or .json get that format, anything else safetensors. Every command takes --config FILE.yaml,
     --print-config, -q, -v and --debug; torch commands also take --seed, --device and
     --threads. See man cortexkit.
     """

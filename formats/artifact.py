@@ -205,11 +205,68 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**62
 
 
+def what_it_is(data: bytes) -> str | None:
+    """What non-safetensors bytes look like (``"a CSV table"``), or None when not recognised."""
+    head = data[:4096]
+    if head.startswith(b"\x93NUMPY"):
+        return "an NPY array"
+    if head.startswith(b"PK\x03\x04"):
+        return "a zip archive (NPZ)"
+    if head.startswith(b"\x1f\x8b"):
+        return "a gzip file"
+    if head.startswith(b"\x89HDF"):
+        return "an HDF5 file"
+    if head.startswith(b"\x89PNG") or head.startswith(b"\xff\xd8\xff"):
+        return "an image"
+    if len(data) >= 9 and data[8:9] == b"{":
+        return None  # safetensors-shaped: let the header checks speak
+    try:
+        text = head.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = head[:-4].decode("utf-8", "replace") if b"\x00" not in head else ""
+        if not text or "\ufffd" in text:
+            return None
+    if "\x00" in text:
+        return None
+    lines = [line for line in text.splitlines() if line.strip()][:5]
+    if not lines:
+        return "a blank text file"
+    first = lines[0].lstrip()
+    if first.startswith(("{", "[")):
+        return "JSON text"
+    if len(lines) > 1 and all(line.count("\t") == lines[0].count("\t") > 0 for line in lines):
+        return "a TSV table"
+    if len(lines) > 1 and all(line.count(",") >= 1 for line in lines):
+        return "a CSV table"
+    if first.startswith("---") or all(":" in line for line in lines):
+        return "a YAML file"
+    return "a text file"
+
+
+def _not_an_artifact(name: str, data: bytes) -> CortexError | None:
+    """The error for input that is recognisably something else, naming what converts it."""
+    what = what_it_is(data)
+    if what is None:
+        return None
+    shown = "FILE" if name == "<stdin>" else name
+    if what in ("an NPY array", "a zip archive (NPZ)", "a CSV table", "a TSV table"):
+        hint = (f"; tools that take tables read it as it is, and 'cortexkit convert {shown} "
+                "OUT.st' makes it an artifact")
+    elif what == "a YAML file":
+        hint = " (a config? give it with --config FILE.yaml)"
+    else:
+        hint = ""
+    return CortexError(f"{name}: {what}, not a safetensors artifact{hint}")
+
+
 def decode_header(data: bytes, name: str) -> tuple[dict, dict[str, str], int]:
     """Validate the safetensors layout; return (tensor entries, metadata, data start)."""
     what = f"{name}: not a safetensors artifact"
     if len(data) == 0:
         raise CortexError(f"{name}: empty input, expected a safetensors artifact")
+    other = _not_an_artifact(name, data)
+    if other is not None:
+        raise other
     if len(data) < 8:
         raise CortexError(f"{what} (only {len(data)} bytes)")
     (length,) = struct.unpack("<Q", data[:8])

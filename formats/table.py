@@ -223,7 +223,8 @@ def _parse_float(cell: str):
 
 
 def csv_cells(data: bytes, name: str) -> tuple[list[str], list[list[str]]]:
-    """(header, body rows of stripped cells) from CSV bytes; every row as wide as the header."""
+    """(header, body rows of stripped cells) from CSV bytes (TSV when the header line has tabs
+    and no commas); every row as wide as the header."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -231,8 +232,10 @@ def csv_cells(data: bytes, name: str) -> tuple[list[str], list[list[str]]]:
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
         raise CortexError(f"{name}: NUL byte on line {line}, so not a CSV table")
+    first = text.split("\n", 1)[0]
+    delimiter = "\t" if "\t" in first and "," not in first else ","  # TSV read as CSV is
     try:
-        rows = [row for row in csv.reader(io.StringIO(text)) if row]
+        rows = [row for row in csv.reader(io.StringIO(text), delimiter=delimiter) if row]
     except csv.Error as exc:
         raise CortexError(f"{name}: malformed CSV ({exc})") from None
     if not rows:

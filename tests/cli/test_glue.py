@@ -140,7 +140,7 @@ def test_config_file_print_config_and_command_line_wins(cli, tmp_path, one_line_
 
 def test_print_config_needs_no_inputs(cli):
     proc = cli("inspect", "--print-config")
-    assert proc.returncode == 0 and yaml.safe_load(proc.stdout) == {"file": None}
+    assert proc.returncode == 0 and yaml.safe_load(proc.stdout) == {"file": None, "head": 0}
 
 
 def test_binary_artifact_is_never_written_to_a_terminal(cortexkit_exe, tmp_path):

@@ -82,10 +82,10 @@ def test_help_all_lists_every_option_that_help_leaves_out(cli):
 
 
 def test_top_help_says_true_things_about_dash_o(cli):
-    # "commands that write one artifact or report take -o PATH; convert names its output as a
-    # second argument": every leaf command with an output has -o, and convert has none
+    # "commands that write one artifact or report take -o PATH; convert also takes it as a
+    # second argument": every leaf command with an output has -o, convert included
     text = " ".join(cli("--help").stdout.decode().split())
-    assert "take -o PATH" in text and "convert names its output as a second argument" in text
+    assert "take -o PATH" in text and "convert also takes it as a second argument" in text
     ctx = click.Context(entry.cli, info_name="cortexkit")
     for name in entry.cli.list_commands(ctx):
         command = entry.cli.get_command(ctx, name)
@@ -93,4 +93,56 @@ def test_top_help_says_true_things_about_dash_o(cli):
                   if isinstance(command, click.Group) else [command])
         for leaf in leaves:
             has_o = any("-o" in p.opts for p in leaf.params if isinstance(p, click.Option))
-            assert has_o == (name != "convert"), (name, leaf.name)
+            assert has_o, (name, leaf.name)
+
+
+def _imported(proc) -> list[str]:
+    return [line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+            if line.startswith("import time:")]
+
+
+def test_inspect_and_convert_of_a_small_file_import_no_torch(cortexkit_exe, tmp_path):
+    (tmp_path / "t.csv").write_text("a,b\n1,2.5\n3,4.5\n")
+    for args in (["convert", "t.csv", "-o", "t.st"], ["inspect", "t.st", "--head", "1"],
+                 ["convert", "t.st", "-o", "back.csv"]):
+        proc = subprocess.run([sys.executable, "-X", "importtime", cortexkit_exe, *args],
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 0, (args, proc.stderr[-500:])
+        heavy = [m for m in _imported(proc) if m.split(".")[0] in ("torch", "scipy")]
+        assert not heavy, (args, heavy)
+    assert (tmp_path / "back.csv").read_text() == "a,b\n1,2.5\n3,4.5\n"
+
+
+TORCH_TOY = """
+import sys
+from click.testing import CliRunner
+from cortexkit.cli.base import tool_group, verb
+group = tool_group("toy", help="toy")
+
+@verb(group, "plain", output="report", torch_options=True)
+def plain(run):
+    run.write_report({"torch_imported": "torch" in sys.modules})
+
+@verb(group, "uses", output="report", torch_options=True)
+def uses(run):
+    import torch
+    run.write_report({"threads": torch.get_num_threads(), "draw": torch.randn(1).item()})
+
+for args in (["plain"], ["uses", "--seed", "5", "--threads", "2"]):
+    print(CliRunner().invoke(group, args).output, end="")
+import torch
+torch.manual_seed(5)
+print("expected:", torch.randn(1).item())
+"""
+
+
+def test_a_torch_verb_imports_torch_only_when_its_work_does_and_then_seeds_it():
+    proc = subprocess.run([sys.executable, "-c", TORCH_TOY], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    import yaml
+
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "torch_imported: false"
+    report = yaml.safe_load("\n".join(lines[1:3]))
+    assert report["threads"] == 2
+    assert report["draw"] == float(lines[3].split()[1])  # the global seed was set at import
