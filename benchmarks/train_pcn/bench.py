@@ -20,6 +20,7 @@ training (backprop's own errors for BP).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -32,9 +33,10 @@ from cortexkit.formats.images import read_images
 from cortexkit.tools.pcn import api
 from cortexkit.tools.pcn.inference import InferenceConfig
 from cortexkit.tools.pcn.network import NetworkSpec
-from cortexkit.tools.pcn.train import TrainConfig
+from cortexkit.tools.pcn.train import GAIN_RULES, TrainConfig
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "pcn"
+DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA",
+                          Path(__file__).resolve().parents[3] / "shared" / "data")) / "pcn"
 METHODS = {  # name: (method, weight_norm)
     "BP": ("bp", False), "BP+WN": ("bp", True), "PC": ("pc", False), "iPC": ("ipc", False),
     "Meta-PCN": ("meta-pcn", True), "Meta-PCN w/o WN": ("meta-pcn", False),
@@ -60,7 +62,7 @@ def run_one(name, spec, train, test, epochs, seed, steps, augment, normalize, in
     wall = time.perf_counter() - start
     probe = api.evaluate_model(model, test[0][:1000], test[1][:1000])
     hist = result.history
-    return {"method": name, "seed": seed, "weight_norm_gain": round(gain, 4) if wn else None, "steps": steps if method != "bp" else 0,
+    return {"method": name, "seed": seed, "weight_norm_gain": (gain if isinstance(gain, str) else round(gain, 4)) if wn else None, "steps": steps if method != "bp" else 0,
             "final_top1": round(100 * hist[-1].test_top1, 2),
             "best_top1": round(100 * max(h.test_top1 for h in hist), 2),
             "s_per_epoch": round(float(np.mean([h.seconds for h in hist])), 2),
@@ -99,7 +101,8 @@ def main(argv=None):
     test = subset(te.images, te.labels, args.test_limit)
     seeds = [int(s) for s in args.seeds.split(",")]
     methods = args.methods.split(",")
-    gains = [float(eval(g, {"sqrt": np.sqrt})) for g in args.gains.split(",")]  # e.g. 2*sqrt(2)
+    gains = [g if g in GAIN_RULES else float(eval(g, {"sqrt": np.sqrt}))  # e.g. 2*sqrt(2)
+             for g in args.gains.split(",")]
     if args.suite == "mnist":
         configs = [(f"MLP L={d}", NetworkSpec("mlp", (1, 28, 28), 10, width=128, depth=d), d)
                    for d in map(int, args.depths.split(","))]
@@ -114,7 +117,7 @@ def main(argv=None):
     out = {"suite": args.suite, "data": file.name, "train_examples": int(len(train[1])),
            "test_examples": int(len(test[1])), "epochs": args.epochs, "seeds": seeds,
            "torch_threads": torch.get_num_threads(), "init": args.init,
-           "gains": [round(g, 4) for g in gains], "runs": []}
+           "gains": [g if isinstance(g, str) else round(g, 4) for g in gains], "runs": []}
     for label, spec, depth in configs:
         steps = max(8, depth - 1)
         for name in methods:

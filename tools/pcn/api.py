@@ -51,6 +51,28 @@ def preprocess_for(images: np.ndarray, normalize: str) -> Preprocess:
     return Preprocess(list(mean), list(std))
 
 
+def limit_indices(count: int, limit: int | None, labels: np.ndarray | None = None,
+                  seed: int = 0) -> np.ndarray:
+    """Indices (sorted, int64) of at most ``limit`` of ``count`` images, drawn with ``seed``:
+    class-balanced when ``labels`` (N,) are given (classes taken in turn, a random image of each,
+    so per-class counts differ by at most one until a class runs out), else uniformly.
+    ``limit`` None or >= ``count`` keeps every image."""
+    if limit is None or limit >= count:
+        return np.arange(count, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    if labels is None:
+        return np.sort(rng.permutation(count)[:limit]).astype(np.int64)
+    pools = [rng.permutation(np.flatnonzero(labels == c)) for c in rng.permutation(np.unique(labels))]
+    chosen: list[int] = []
+    depth = 0
+    while len(chosen) < limit:
+        for pool in pools:
+            if depth < len(pool) and len(chosen) < limit:
+                chosen.append(int(pool[depth]))
+        depth += 1
+    return np.sort(np.asarray(chosen, dtype=np.int64))
+
+
 def check_images(images: np.ndarray, labels: np.ndarray | None, spec: NetworkSpec,
                  name: str) -> None:
     """Images of the model's (C, H, W) and labels inside its class range, or a ValueError."""
@@ -147,5 +169,6 @@ def evaluate_model(model: Model, images: np.ndarray, labels: np.ndarray,
     check_images(images, labels, model.net.spec, "evaluation data")
     data = Dataset(torch.from_numpy(images), torch.from_numpy(labels))
     report = evaluate(model.net, data, model.prep, model.method, inference or model.inference)
+    report["class_examples"] = np.bincount(labels, minlength=model.net.spec.classes).tolist()
     report["method"] = model.method
     return report

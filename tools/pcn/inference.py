@@ -64,8 +64,12 @@ class InferenceResult:
     """What inference leaves: per-layer weight gradients and energy traces.
 
     ``grads``: one tensor per parameter of ``net.parameters()`` (same order), already times
-    ``scale``; ``loss``: summed output loss of the batch; ``layer_energy``: (L,) mean over the batch
-    of 1/2 ||error_l||^2 at the end of inference (the top entry is the output error);
+    ``scale``; ``loss``: summed output loss of the batch at the forward pass (what the model
+    predicts, whatever inference did afterwards); ``logits``: the forward pass's (batch, classes);
+    ``layer_energy``: (L,) mean over the batch of 1/2 ||error_l||^2 at the end of inference (the
+    top entry is the output error); ``energy``: the objective inference minimised at its end,
+    summed over the batch (PC: F with the output loss at z^(T); Meta-PCN: J, when asked for;
+    backprop: the output loss, F at the forward point);
     ``trace``: (steps + 1, L) the same per step (recorded when asked); ``objective``:
     (steps + 1,) the energy minimised (F for PC, J for Meta-PCN) per step (recorded when asked).
     """
@@ -77,6 +81,7 @@ class InferenceResult:
     trace: torch.Tensor | None = None
     objective: torch.Tensor | None = None
     errors: list[torch.Tensor] = field(default_factory=list)
+    energy: torch.Tensor | None = None
 
 
 def one_hot(y: torch.Tensor, classes: int, dtype) -> torch.Tensor:
@@ -154,8 +159,10 @@ def _feedback(point: ForwardPoint, d: list[torch.Tensor], layers: list[int]) -> 
 
 
 def meta_inference(net: Network, x: torch.Tensor, y: torch.Tensor, cfg: InferenceConfig, *,
-                   scale: float = 1.0, record: bool = False) -> InferenceResult:
-    """Meta-PCN inference and its local weight gradients. ``x``: (batch, C, H, W), ``y``: (batch,)."""
+                   scale: float = 1.0, record: bool = False,
+                   final_energy: bool = False) -> InferenceResult:
+    """Meta-PCN inference and its local weight gradients. ``x``: (batch, C, H, W), ``y``: (batch,).
+    ``final_energy``: also return J at the end (one more batched VJP)."""
     point = forward_point(net, x)
     logits = point.outputs[-1]
     L = len(point.outputs)
@@ -208,6 +215,9 @@ def meta_inference(net: Network, x: torch.Tensor, y: torch.Tensor, cfg: Inferenc
     if record:
         trace.append(_energies(d))
         objective.append(_objective(residuals(), x.shape[0], x.dtype))
+    energy = None
+    if final_energy:  # before the weight gradients free the forward graph
+        energy = _objective(residuals(), 1, x.dtype).detach()
     params = list(net.parameters())
     grads = torch.autograd.grad(point.outputs, params, grad_outputs=[-scale * e for e in d],
                                 allow_unused=True)
@@ -215,7 +225,8 @@ def meta_inference(net: Network, x: torch.Tensor, y: torch.Tensor, cfg: Inferenc
     loss = output_loss(logits.detach(), y, cfg.loss)
     return InferenceResult(grads, loss, logits.detach(), _energies(d),
                            torch.stack(trace) if record else None,
-                           torch.stack(objective) if record else None, [e.detach() for e in d])
+                           torch.stack(objective) if record else None, [e.detach() for e in d],
+                           energy)
 
 
 def _objective(res: list[torch.Tensor], batch: int, dtype) -> torch.Tensor:
@@ -244,9 +255,13 @@ def pc_inference(net: Network, x: torch.Tensor, y: torch.Tensor, cfg: InferenceC
     """PC inference (T steps of SGD-momentum on the latents from the forward pass) and the local
     weight gradients at z^(T). iPC: with ``weight_step`` the weights move at every inference step;
     ``weight_step(grads)`` gets the weight gradients at z^(t) (times ``scale``) before the states
-    move, and the result's ``grads`` are those of the last step (already applied)."""
+    move, and the result's ``grads`` are those of the last step (already applied).
+    ``loss`` and ``logits`` are the forward pass's, taken before any weight moved."""
     with torch.no_grad():
-        z = [a.detach().clone() for a in net.activities(x)[:-1]]
+        acts = net.activities(x)
+        z = [a.detach().clone() for a in acts[:-1]]
+        forward_logits = acts[-1].detach()
+        forward_loss = output_loss(forward_logits, y, cfg.loss)
     velocity: list[torch.Tensor | None] = [None] * len(z)
     params = list(net.parameters())
     trace, objective, pg = [], [], []
@@ -277,10 +292,10 @@ def pc_inference(net: Network, x: torch.Tensor, y: torch.Tensor, cfg: InferenceC
         objective.append(energy.detach() / x.shape[0])
     if weight_step is None:
         pg = fill(torch.autograd.grad(energy, params, allow_unused=True))
-    return InferenceResult(pg, out_loss.detach(), logits.detach(), _energies(errors),
+    return InferenceResult(pg, forward_loss, forward_logits, _energies(errors),
                            torch.stack(trace) if record else None,
                            torch.stack(objective) if record else None,
-                           [e.detach() for e in errors])
+                           [e.detach() for e in errors], energy.detach())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,18 +321,28 @@ def bp_gradients(net: Network, x: torch.Tensor, y: torch.Tensor, loss: str = "ce
     net.zero_grad(set_to_none=True)
     deltas = [-a.grad.detach() / scale for a in acts] if errors else []
     energy = _energies(deltas) if errors else torch.zeros(len(acts), dtype=x.dtype)
-    return InferenceResult(grads, out_loss.detach(), logits.detach(), energy, errors=deltas)
+    return InferenceResult(grads, out_loss.detach(), logits.detach(), energy, errors=deltas,
+                           energy=out_loss.detach())
 
 
 def imbalance(layer_energy: torch.Tensor) -> float | None:
-    """log10(max / min) over the hidden layers of the mean error energy (None without two
-    hidden layers; inf when a hidden layer's energy is exactly 0)."""
+    """log10(max / min) over the hidden layers of the mean error energy, or None where it is
+    undefined (:func:`imbalance_and_reason` says why)."""
+    return imbalance_and_reason(layer_energy)[0]
+
+
+def imbalance_and_reason(layer_energy: torch.Tensor) -> tuple[float | None, str | None]:
+    """(log10(max / min) over the hidden layers of the mean error energy, None) where defined;
+    (None, why) without two hidden layers or when a hidden layer's energy is exactly 0 (no error
+    reached it: the ratio has no value, neither 0 nor infinity)."""
     hidden = layer_energy[:-1].double()
     if hidden.numel() < 2:
-        return None
-    lo, hi = float(hidden.min()), float(hidden.max())
-    if hi == 0:
-        return 0.0
-    if lo <= 0:
-        return math.inf
-    return math.log10(hi / lo)
+        return None, "fewer than two hidden layers"
+    zero = [l + 1 for l, e in enumerate(hidden.tolist()) if e <= 0]
+    if len(zero) == hidden.numel():
+        return None, "every hidden layer's error energy is exactly 0 (no inference steps ran)"
+    if zero:
+        names = ", ".join(map(str, zero[:6])) + (", ..." if len(zero) > 6 else "")
+        return None, (f"the error energy of layer{'s' if len(zero) > 1 else ''} {names} is "
+                      "exactly 0 (no error reached it)")
+    return math.log10(float(hidden.max()) / float(hidden.min())), None
