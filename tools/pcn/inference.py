@@ -150,12 +150,24 @@ def forward_point(net: Network, x: torch.Tensor) -> ForwardPoint:
     return ForwardPoint(inputs, outputs)
 
 
-def _feedback(point: ForwardPoint, d: list[torch.Tensor], layers: list[int]) -> list[torch.Tensor]:
-    """g_l(d_{l+1}) for the hidden layers ``layers`` (0-based l), in one batched VJP."""
+def _feedback(point: ForwardPoint, d: list[torch.Tensor], layers: list[int],
+              params: list[list[torch.Tensor]] | None = None):
+    """g_l(d_{l+1}) for the hidden layers ``layers`` (0-based l), in one batched VJP. With
+    ``params`` (one list per block), also the same VJP's parameter part for each block l + 1 (its
+    weight gradient at d_{l+1}, unscaled), returned as a second list."""
     outs = [point.outputs[k + 1] for k in layers]
     ins = [point.inputs[k + 1] for k in layers]
-    return list(torch.autograd.grad(outs, ins, grad_outputs=[d[k + 1] for k in layers],
-                                    retain_graph=True))
+    extra = [p for k in layers for p in params[k + 1]] if params is not None else []
+    grads = torch.autograd.grad(outs, ins + extra, grad_outputs=[d[k + 1] for k in layers],
+                                retain_graph=True, allow_unused=True)
+    feedback = list(grads[:len(ins)])
+    if params is None:
+        return feedback
+    rest, per_block = list(grads[len(ins):]), []
+    for k in layers:
+        per_block.append(rest[:len(params[k + 1])])
+        rest = rest[len(params[k + 1]):]
+    return feedback, per_block
 
 
 def meta_inference(net: Network, x: torch.Tensor, y: torch.Tensor, cfg: InferenceConfig, *,
@@ -180,15 +192,27 @@ def meta_inference(net: Network, x: torch.Tensor, y: torch.Tensor, cfg: Inferenc
     # d_{l+1} gives g_l = 0: nothing has reached layer l yet). With eta_x = 1 and no momentum
     # the step is d_l <- g_l exactly, so every layer is computed once its target settles and T
     # Jacobi steps cost about one backward pass. Skipping is exact: the same values either way.
+    # In that copy mode every d_l is set once, from a settled target, so the VJP that carries
+    # d_{l+1} down also yields block l+1's weight gradient at its final error: taking both in
+    # one call saves the separate backward pass over the whole net at the end. Each such
+    # gradient keeps the version of d_{l+1} it was taken at and is recomputed if that moved.
     copy = cfg.state_lr == 1.0 and cfg.momentum == 0.0
     version = [0] * (L - 1) + [1]          # bumps whenever d_l changes
     seen = [0] * (L - 1)                   # version of d_{l+1} that cache[l] was computed from
     cache: list[torch.Tensor | None] = [None] * (L - 1)
+    block_params = [list(block.parameters()) for block in net.blocks]
+    block_grads: dict[int, tuple[int, list]] = {}   # block -> (version of its d, grads)
 
     def refresh(layers: list[int]) -> list[int]:
         stale = [k for k in layers if version[k + 1] > 0 and seen[k] != version[k + 1]]
         if stale:
-            for k, g in zip(stale, _feedback(point, d, stale)):
+            if copy:
+                feedback, per_block = _feedback(point, d, stale, block_params)
+                for k, g in zip(stale, per_block):
+                    block_grads[k + 1] = (version[k + 1], g)
+            else:
+                feedback = _feedback(point, d, stale)
+            for k, g in zip(stale, feedback):
                 cache[k], seen[k] = g, version[k + 1]
         return stale
 
@@ -218,10 +242,18 @@ def meta_inference(net: Network, x: torch.Tensor, y: torch.Tensor, cfg: Inferenc
     energy = None
     if final_energy:  # before the weight gradients free the forward graph
         energy = _objective(residuals(), 1, x.dtype).detach()
-    params = list(net.parameters())
-    grads = torch.autograd.grad(point.outputs, params, grad_outputs=[-scale * e for e in d],
-                                allow_unused=True)
-    grads = [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]
+    # weight gradients: -(VJP of block l's parameters with d_l) * scale, the ones not already
+    # taken at the current d_l in one call
+    missing = [l for l in range(L) if l not in block_grads or block_grads[l][0] != version[l]]
+    if missing:
+        flat = [p for l in missing for p in block_params[l]]
+        found = torch.autograd.grad([point.outputs[l] for l in missing], flat,
+                                    grad_outputs=[d[l] for l in missing], allow_unused=True)
+        for l in missing:
+            block_grads[l] = (version[l], list(found[:len(block_params[l])]))
+            found = found[len(block_params[l]):]
+    grads = [torch.zeros_like(p) if g is None else -scale * g
+             for l in range(L) for p, g in zip(block_params[l], block_grads[l][1])]
     loss = output_loss(logits.detach(), y, cfg.loss)
     return InferenceResult(grads, loss, logits.detach(), _energies(d),
                            torch.stack(trace) if record else None,
