@@ -81,3 +81,14 @@ def test_plot_axes_span_the_measured_range_with_integer_epochs():
     assert 1e-5 <= low <= 1e-4 and 2.0 <= high <= 5.0   # 1e-30 no more: a few decades only
     ticks = [t for t in acc_ax.get_xticks() if 1 <= t <= 3]
     assert ticks and all(float(t).is_integer() for t in ticks)
+
+
+def test_python_default_config_is_what_the_command_resolves():
+    from cortexkit.tools.pcn.api import default_config
+
+    cfg = default_config(NetworkSpec("mlp", depth=12))
+    assert (cfg.inference.steps, cfg.inference.state_lr, cfg.weight_norm,
+            cfg.weight_norm_gain) == (11, 1.0, True, "fan")
+    pc = default_config(NetworkSpec("vgg9", (3, 32, 32)), "pc", epochs=2)
+    assert (pc.inference.steps, pc.inference.state_lr, pc.weight_norm, pc.epochs) == (8, 0.1,
+                                                                                      False, 2)

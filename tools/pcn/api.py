@@ -51,6 +51,20 @@ def preprocess_for(images: np.ndarray, normalize: str) -> Preprocess:
     return Preprocess(list(mean), list(std))
 
 
+def default_config(spec: NetworkSpec, method: str = "meta-pcn", **changes) -> TrainConfig:
+    """The TrainConfig train-pcn resolves for ``method`` on ``spec`` when no option is given
+    (tools/pcn/defaults.py: T, eta_x and weight normalisation follow the method and the number
+    of blocks); ``changes`` override TrainConfig fields (``inference`` included)."""
+    from cortexkit.tools.pcn.defaults import (block_count, default_state_lr, default_steps,
+                                              default_weight_norm)
+
+    blocks = block_count(spec.arch, spec.depth)
+    inference = InferenceConfig(default_steps(method, blocks), default_state_lr(method))
+    fields = {"method": method, "weight_norm": default_weight_norm(method), "inference": inference}
+    fields.update(changes)
+    return TrainConfig(**fields)
+
+
 def limit_indices(count: int, limit: int | None, labels: np.ndarray | None = None,
                   seed: int = 0) -> np.ndarray:
     """Indices (sorted, int64) of at most ``limit`` of ``count`` images, drawn with ``seed``:
