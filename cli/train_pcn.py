@@ -28,6 +28,64 @@ def _layer_bytes(params) -> float:
     width = params.get("width") or 1
     return 16.0 * width * width
 
+
+class GainType(click.ParamType):
+    """A positive number, or the name of a per-layer gain rule (fan, fan-act)."""
+
+    name = "GAIN"
+
+    def convert(self, value, param, ctx):
+        import math
+
+        from cortexkit.tools.pcn.defaults import GAIN_RULES
+
+        if isinstance(value, str) and value in GAIN_RULES:
+            return value
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is neither a number nor one of {', '.join(GAIN_RULES)}",
+                      param, ctx)
+        if not math.isfinite(number) or number <= 0:
+            self.fail(f"{value!r} is not a positive finite number", param, ctx)
+        return number
+
+
+def _blocks(ctx) -> int:
+    from cortexkit.tools.pcn.defaults import block_count
+
+    return block_count(ctx.params.get("arch") or "mlp", ctx.params.get("depth") or 4)
+
+
+def _resolve(rule):
+    """A click callback that replaces an unset option by ``rule(ctx)``: options are declared
+    after the ones the rule reads (method, arch, depth), so click has processed those first."""
+    def callback(ctx, param, value):
+        return rule(ctx) if value is None else value
+    return callback
+
+
+def _method(ctx) -> str:
+    return ctx.params.get("method") or "meta-pcn"
+
+
+def _steps_rule(ctx):
+    from cortexkit.tools.pcn.defaults import default_steps
+
+    return default_steps(_method(ctx), _blocks(ctx))
+
+
+def _state_lr_rule(ctx):
+    from cortexkit.tools.pcn.defaults import default_state_lr
+
+    return default_state_lr(_method(ctx))
+
+
+def _weight_norm_rule(ctx):
+    from cortexkit.tools.pcn.defaults import default_weight_norm
+
+    return default_weight_norm(_method(ctx))
+
 model_options = option_set(
     click.option("--arch", type=click.Choice(["mlp", "vgg5", "vgg7", "vgg9", "vgg11", "vgg13",
                                             "resnet18"]),
@@ -54,15 +112,17 @@ method_options = option_set(
     click.option("--method", type=click.Choice(["meta-pcn", "pc", "ipc", "bp"]), default="meta-pcn",
                  show_default=True, help="Learning rule."),
     click.option("--weight-norm/--no-weight-norm", default=None,
+                 callback=_resolve(_weight_norm_rule),
                  help="Weight normalisation after every step [default: on for meta-pcn only]."),
-    click.option("--weight-norm-gain", type=positive, default=1.0, show_default=True,
-                 help="Target (sqrt(m)+sqrt(n)) std(W) of every layer "
-                 "(2 for deep plain MLPs, see man)."),
+    click.option("--weight-norm-gain", type=GainType(), default="fan", show_default=True,
+                 help="Target (sqrt(m)+sqrt(n)) std(W): a number for every layer, fan "
+                 "(1 + sqrt(m/n) per layer: unit gain) or fan-act (fan / rms of the activation)."),
     click.option("--weight-clip", type=positive, default=None,
                  help="Clamp weights to [-C, C] after normalisation (off by default)."),
-    click.option("--steps", type=Size(min=0, max=MAX_STEPS, what="inference steps"), default=8,
-                 show_default=True, help="Inference steps T."),
-    click.option("--state-lr", type=positive, default=None,
+    click.option("--steps", type=Size(min=0, max=MAX_STEPS, what="inference steps"), default=None,
+                 callback=_resolve(_steps_rule),
+                 help="Inference steps T [default: L - 1 for meta-pcn, max(8, L - 1) for pc/ipc]."),
+    click.option("--state-lr", type=positive, default=None, callback=_resolve(_state_lr_rule),
                  help="State rate eta_x [default: 1 for meta-pcn, 0.1 for pc/ipc]."),
     click.option("--state-momentum", type=click.FloatRange(0, 1, max_open=True), default=0.0,
                  show_default=True, help="SGD momentum on the states."),
@@ -93,10 +153,29 @@ ADVANCED = ("width_scale", "init", "dtype", "weight_norm_gain", "weight_clip", "
 # ---------------------------------------------------------------------------------------------
 # helpers (numpy and torch imported inside)
 
-def _images(source, split, need_labels=True):
-    from cortexkit.formats.images import read_images
+def _images(source, split, need_labels=True, limit=None, seed=None):
+    """The image set, cut to ``limit`` images (class-balanced when labelled, drawn with --seed)."""
+    import dataclasses
 
-    return read_images(source, split, need_labels=need_labels)
+    from cortexkit.formats.images import read_images
+    from cortexkit.tools.pcn.api import limit_indices
+
+    data = read_images(source, split, need_labels=need_labels)
+    if limit is None or limit >= len(data):
+        return data
+    keep = limit_indices(len(data), limit, data.labels, seed or 0)
+    return dataclasses.replace(data, images=data.images[keep],
+                               labels=None if data.labels is None else data.labels[keep])
+
+
+def limit_option(what):
+    return click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N",
+                        help=f"Use N of the {what} (class-balanced, drawn with --seed) [all].")
+
+
+def _warner(run):
+    """run.warn, silenced by -q (warnings are messages too)."""
+    return (lambda message: None) if run.quiet else run.warn
 
 
 def _configs(data, opts):
@@ -110,12 +189,10 @@ def _configs(data, opts):
     spec = NetworkSpec(opts["arch"], tuple(data.images.shape[1:]), classes, opts["width"],
                        opts["depth"], opts["width_scale"], opts["activation"],
                        data.classes[:classes] if len(data.classes) >= classes else [])
-    meta = opts["method"] == "meta-pcn"
-    inference = InferenceConfig(opts["steps"], opts["state_lr"] or (1.0 if meta else 0.1),
-                                opts["state_momentum"], opts["schedule"], opts["loss"])
-    wn = meta if opts["weight_norm"] is None else opts["weight_norm"]
+    inference = InferenceConfig(opts["steps"], opts["state_lr"], opts["state_momentum"],
+                                opts["schedule"], opts["loss"])
     cfg = TrainConfig(opts["method"], opts["epochs"], opts["batch_size"], opts["lr"],
-                      opts["weight_decay"], opts["adam_eps"], opts["warmup"], wn,
+                      opts["weight_decay"], opts["adam_eps"], opts["warmup"], opts["weight_norm"],
                       opts["weight_norm_gain"], opts["weight_clip"], opts["augment"], inference)
     return spec, cfg, getattr(torch, opts["dtype"])
 
@@ -126,7 +203,8 @@ def _epoch_writer(run, log, checkpoint):
     def on_epoch(record, model):
         top = "" if record.test_top1 is None else f", test top-1 {100 * record.test_top1:.2f} %"
         run.detail(f"epoch {record.epoch}: loss {record.train_loss:.4f}, train top-1 "
-                   f"{100 * record.train_top1:.2f} %{top}, {record.seconds:.1f} s")
+                   f"{100 * record.train_top1:.2f} % (forward pass){top}, "
+                   f"{record.seconds:.1f} s")
         if log:
             run.write_report(model.history, log)
         if checkpoint:  # written now: it must outlive a run that fails later
@@ -141,19 +219,28 @@ def _plot(run, path, history, trace):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.ticker import MaxNLocator
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     if trace:
-        energy = np.asarray(trace)
+        energy = np.asarray(trace, dtype=float)
+        positive = energy[energy > 0]
         for layer in range(energy.shape[1]):
-            ax1.semilogy(np.maximum(energy[:, layer], 1e-30), label=f"layer {layer + 1}")
+            # an exact 0 (no error has reached the layer yet) has no place on a log axis: gap
+            ax1.plot(np.where(energy[:, layer] > 0, energy[:, layer], np.nan),
+                     label=f"layer {layer + 1}")
+        ax1.set_yscale("log")
+        if positive.size:
+            ax1.set_ylim(positive.min() / 2, positive.max() * 2)
+        ax1.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax1.set(xlabel="inference step", ylabel="mean error energy", title="error energy")
         ax1.legend(fontsize=6)
     epochs = [r["epoch"] for r in history]
     ax2.plot(epochs, [100 * r["train_top1"] for r in history], label="train")
     if history and history[0].get("test_top1") is not None:
         ax2.plot(epochs, [100 * r["test_top1"] for r in history], label="test")
-    ax2.set(xlabel="epoch", ylabel="top-1 %", title="accuracy")
+    ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax2.set(xlabel="epoch", ylabel="top-1 % (forward pass)", title="accuracy")
     ax2.legend()
     fig.tight_layout()
     run.write_figure(fig, path, dpi=100)
@@ -176,6 +263,7 @@ def _model(run, source):
 @click.option("--test", "test_data", default=None, metavar="IMAGES",
               help="Labelled images scored after every epoch.")
 @click.option("--test-split", default="test", show_default=True, help="Split inside --test.")
+@limit_option("training images")
 @model_options
 @method_options
 @optim_options
@@ -184,7 +272,7 @@ def _model(run, source):
                help="Model of the last finished epoch (kept when a run diverges).")
 @output_option("--plot", metavar="PNG",
                help="Error energy per layer over inference, accuracy per epoch (matplotlib).")
-def train(run, data, split, test_data, test_split, log, checkpoint, plot, **opts):
+def train(run, data, split, test_data, test_split, limit, log, checkpoint, plot, **opts):
     """Train a network with Meta-PCN, PC, iPC or backprop -> pcn-model."""
     from cortexkit.tools.pcn import api, distributed
 
@@ -192,14 +280,21 @@ def train(run, data, split, test_data, test_split, log, checkpoint, plot, **opts
         require_matplotlib()
     device = distributed.local_device(run.device)
     distributed.init(device)
-    train_set = _images(data, split)
+    train_set = _images(data, split, limit=limit, seed=run.seed)
     test_set = _images(test_data, test_split) if test_data else None
     spec, cfg, dtype = _configs(train_set, opts)
     model, result = api.fit(
         train_set.images, train_set.labels, spec, cfg, normalize=opts["normalize"],
         test=(test_set.images, test_set.labels) if test_set else None, seed=run.seed or 0,
-        dtype=dtype, init=opts["init"], device=device, warn=run.warn, progress=run.progress,
+        dtype=dtype, init=opts["init"], device=device, warn=_warner(run), progress=run.progress,
         on_epoch=_epoch_writer(run, log, checkpoint))
+    last = result.history[-1] if result.history else None
+    figures = {"examples": len(train_set)}
+    if last is not None:
+        figures["train_top1"] = round(last.train_top1, 4)
+    if last is not None and last.test_top1 is not None:
+        figures["test_top1"] = round(last.test_top1, 4)
+    run.stopped("train", len(result.history), cfg.epochs, "epochs", "completed", **figures)
     if distributed.rank() == 0:
         run.write_artifact(api.model_tensors(model), KIND_MODEL, version=str(MODEL_VERSION),
                            metadata=api.model_metadata(model, result.trace))
@@ -214,14 +309,15 @@ def train(run, data, split, test_data, test_split, log, checkpoint, plot, **opts
 @click.option("--split", default="test", show_default=True, help="Split inside IMAGES.")
 @click.option("--steps", type=Size(min=0, max=MAX_STEPS, what="inference steps"), default=None,
               help="Inference steps for the energies [default: the model's].")
-def evaluate(run, model, data, split, steps):
+@limit_option("images")
+def evaluate(run, model, data, split, steps, limit):
     """Top-1/top-5 and per-layer error energies of a model on labelled images -> YAML."""
     import dataclasses
 
     from cortexkit.tools.pcn import api
 
     net = _model(run, model)
-    images = _images(data, split)
+    images = _images(data, split, limit=limit, seed=run.seed)
     inference = net.inference if steps is None else dataclasses.replace(net.inference, steps=steps)
     run.write_report(api.evaluate_model(net, images.images, images.labels, inference))
 
@@ -230,14 +326,15 @@ def evaluate(run, model, data, split, steps):
 @click.argument("model", metavar="MODEL")
 @click.argument("data", metavar="IMAGES")
 @click.option("--split", default="test", show_default=True, help="Split inside IMAGES.")
-def predict(run, model, data, split):
+@limit_option("images")
+def predict(run, model, data, split, limit):
     """Logits and predicted labels of images -> table (CSV with -o FILE.csv)."""
     from cortexkit.formats.table import Table, to_csv, write_table
     from cortexkit.formats.stdio import write_bytes
     from cortexkit.tools.pcn import api
 
     net = _model(run, model)
-    images = _images(data, split, need_labels=False)
+    images = _images(data, split, need_labels=False, limit=limit, seed=run.seed)
     logits, labels = api.predict(net, images.images)
     names = net.net.spec.class_names or [str(c) for c in range(logits.shape[1])]
     columns = {"label": labels, **{f"logit_{n}": logits[:, i] for i, n in enumerate(names)}}

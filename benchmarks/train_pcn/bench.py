@@ -10,9 +10,15 @@ the same seeds and the same subsets, in one run; writes YAML.
         --train-limit 5000 --methods BP,BP+WN,Meta-PCN,'Meta-PCN w/o WN' \
         --gains 1,sqrt(2),2,2*sqrt(2) -o benchmarks/train_pcn/mnist_gain.yaml
 
-Every method uses AdamW (lr 1e-3, PCX warmup-cosine), batch 128 and the same T inference steps
-(max(8, L - 1), so Meta-PCN's Jacobi steps reach the bottom layer); PC and iPC use eta_x = 0.1,
-Meta-PCN eta_x = 1 (SGD states, no momentum). Imbalance = log10(max/min) over hidden layers of
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/train_pcn/bench.py path \
+        --data /tmp/heldout/digits-idx --depths 5,8,12,16 --seeds 0,1,2 -o digits.yaml
+    ... bench.py path --data /tmp/heldout/patches --kind conv --archs vgg5,vgg7,vgg9 ...
+
+(``path``: any IMAGES train-pcn reads, its train and test splits; build the held-out sets with
+heldout.py.) Every method uses AdamW (lr 1e-3, PCX warmup-cosine), batch 128 and train-pcn's
+default inference settings (tools/pcn/defaults.py): Meta-PCN T = L - 1, eta_x = 1 (SGD states,
+no momentum, Jacobi); PC and iPC T = max(8, L - 1), eta_x = 0.1; WN at the default gain rule
+unless --gains names others. Imbalance = log10(max/min) over hidden layers of
 the mean error energy at the end of each method's own inference, on 1,000 test images after
 training (backprop's own errors for BP).
 """
@@ -20,6 +26,7 @@ training (backprop's own errors for BP).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -32,9 +39,11 @@ from cortexkit.formats.images import read_images
 from cortexkit.tools.pcn import api
 from cortexkit.tools.pcn.inference import InferenceConfig
 from cortexkit.tools.pcn.network import NetworkSpec
-from cortexkit.tools.pcn.train import TrainConfig
+from cortexkit.tools.pcn.defaults import DEFAULT_GAIN, default_state_lr, default_steps
+from cortexkit.tools.pcn.train import GAIN_RULES, TrainConfig
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "pcn"
+DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA",
+                          Path(__file__).resolve().parents[3] / "shared" / "data")) / "pcn"
 METHODS = {  # name: (method, weight_norm)
     "BP": ("bp", False), "BP+WN": ("bp", True), "PC": ("pc", False), "iPC": ("ipc", False),
     "Meta-PCN": ("meta-pcn", True), "Meta-PCN w/o WN": ("meta-pcn", False),
@@ -51,7 +60,8 @@ def subset(images, labels, limit, seed=1234):
 def run_one(name, spec, train, test, epochs, seed, steps, augment, normalize, init="default",
             gain=1.0):
     method, wn = METHODS[name]
-    eta = 1.0 if method == "meta-pcn" else 0.1
+    eta = default_state_lr(method)
+    steps = default_steps(method, steps)   # ``steps`` arrives as L
     cfg = TrainConfig(method=method, epochs=epochs, batch_size=128, lr=1e-3, weight_norm=wn,
                       weight_norm_gain=gain, augment=augment, inference=InferenceConfig(steps=steps, state_lr=eta))
     start = time.perf_counter()
@@ -60,7 +70,7 @@ def run_one(name, spec, train, test, epochs, seed, steps, augment, normalize, in
     wall = time.perf_counter() - start
     probe = api.evaluate_model(model, test[0][:1000], test[1][:1000])
     hist = result.history
-    return {"method": name, "seed": seed, "weight_norm_gain": round(gain, 4) if wn else None, "steps": steps if method != "bp" else 0,
+    return {"method": name, "seed": seed, "weight_norm_gain": (gain if isinstance(gain, str) else round(gain, 4)) if wn else None, "steps": steps if method != "bp" else 0,
             "final_top1": round(100 * hist[-1].test_top1, 2),
             "best_top1": round(100 * max(h.test_top1 for h in hist), 2),
             "s_per_epoch": round(float(np.mean([h.seconds for h in hist])), 2),
@@ -74,7 +84,10 @@ def run_one(name, spec, train, test, epochs, seed, steps, augment, normalize, in
 
 def main(argv=None):
     p = argparse.ArgumentParser()
-    p.add_argument("suite", choices=["mnist", "cifar"])
+    p.add_argument("suite", choices=["mnist", "cifar", "path"])
+    p.add_argument("--data", default=None, help="IMAGES for the path suite")
+    p.add_argument("--kind", choices=["mlp", "conv"], default="mlp",
+                   help="path suite: MLPs of --depths or the --archs")
     p.add_argument("--depths", default="3,5,8,12,16")
     p.add_argument("--archs", default="vgg5,vgg7,vgg9")
     p.add_argument("--width-scale", type=float, default=0.125)
@@ -83,7 +96,7 @@ def main(argv=None):
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--train-limit", type=int, default=None)
     p.add_argument("--test-limit", type=int, default=None)
-    p.add_argument("--gains", default="1",
+    p.add_argument("--gains", default=DEFAULT_GAIN,
                    help="comma list of --weight-norm-gain values, each run for the WN methods "
                         "(BP+WN, Meta-PCN); methods without WN run once")
     p.add_argument("--init", choices=["default", "kaiming"], default="default")
@@ -92,31 +105,34 @@ def main(argv=None):
     p.add_argument("-o", "--output", default="-")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    file = DATA / ("mnist_png_train10k_test10k.safetensors" if args.suite == "mnist"
-                   else "cifar10_jpg_train10k_test2k.safetensors")
+    file = Path(args.data) if args.suite == "path" else DATA / (
+        "mnist_png_train10k_test10k.safetensors" if args.suite == "mnist"
+        else "cifar10_jpg_train10k_test2k.safetensors")
     tr, te = read_images(file, "train"), read_images(file, "test")
     train = subset(tr.images, tr.labels, args.train_limit)
     test = subset(te.images, te.labels, args.test_limit)
     seeds = [int(s) for s in args.seeds.split(",")]
     methods = args.methods.split(",")
-    gains = [float(eval(g, {"sqrt": np.sqrt})) for g in args.gains.split(",")]  # e.g. 2*sqrt(2)
-    if args.suite == "mnist":
-        configs = [(f"MLP L={d}", NetworkSpec("mlp", (1, 28, 28), 10, width=128, depth=d), d)
+    gains = [g if g in GAIN_RULES else float(eval(g, {"sqrt": np.sqrt}))  # e.g. 2*sqrt(2)
+             for g in args.gains.split(",")]
+    shape, classes = tuple(tr.images.shape[1:]), int(max(tr.labels.max(), te.labels.max())) + 1
+    if args.suite == "mnist" or (args.suite == "path" and args.kind == "mlp"):
+        configs = [(f"MLP L={d}", NetworkSpec("mlp", shape, classes, width=128, depth=d), d)
                    for d in map(int, args.depths.split(","))]
-        augment, normalize = False, "mnist"
+        augment, normalize = False, "mnist" if args.suite == "mnist" else "dataset"
     else:
         configs = []
         for arch in args.archs.split(","):
-            spec = NetworkSpec(arch, (3, 32, 32), 10, width_scale=args.width_scale)
+            spec = NetworkSpec(arch, shape, classes, width_scale=args.width_scale)
             from cortexkit.tools.pcn.network import Network
             configs.append((f"{arch} x{args.width_scale:g}", spec, len(Network(spec).blocks)))
-        augment, normalize = True, "cifar10"
-    out = {"suite": args.suite, "data": file.name, "train_examples": int(len(train[1])),
+        augment, normalize = args.suite == "cifar", "cifar10" if args.suite == "cifar" else "dataset"
+    out = {"suite": args.suite, "data": file.name, "spec": configs[0][1].arch, "train_examples": int(len(train[1])),
            "test_examples": int(len(test[1])), "epochs": args.epochs, "seeds": seeds,
            "torch_threads": torch.get_num_threads(), "init": args.init,
-           "gains": [round(g, 4) for g in gains], "runs": []}
+           "gains": [g if isinstance(g, str) else round(g, 4) for g in gains], "runs": []}
     for label, spec, depth in configs:
-        steps = max(8, depth - 1)
+        steps = depth   # run_one applies the default rule of each method
         for name in methods:
             if name == "iPC" and depth > args.ipc_max_depth:
                 continue

@@ -51,7 +51,7 @@ def main(argv=None):
             seen[key] = r
     cells = defaultdict(list)
     for (init, L, method, gain, seed), r in seen.items():
-        col = f"{method} g={gain:g}" if (args.by_gain and gain is not None) else method
+        col = f"{method} g={gain if isinstance(gain, str) else format(gain, 'g')}" if (args.by_gain and gain is not None) else method
         cells[(init, L, col)].append((seed, r))
     inits = sorted({k[0] for k in cells})
     for init in inits:

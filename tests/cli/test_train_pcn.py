@@ -63,10 +63,12 @@ def test_train_evaluate_predict_pipeline(cli, sh, data, tmp_path):
     assert meta["cortexkit.kind"] == "pcn-model"
     network = yaml.safe_load(meta["pcn.network"])
     assert network["in_shape"] == [1, 8, 8] and network["class_names"] == ["top", "mid", "low"]
-    # weight normalisation is on for meta-pcn: every stored layer has proxy 1
+    # weight normalisation is on for meta-pcn, at the default per-layer rule fan: every stored
+    # layer has proxy 1 + sqrt(m / n) (unit root-mean-square gain)
     for i in range(3):
         w = tensors[f"blocks.{i}.layer.weight"].astype(np.float64)
-        assert (np.sqrt(w.shape[0]) + np.sqrt(w.shape[1])) * w.std() == pytest.approx(1, rel=1e-5)
+        m, n = w.shape
+        assert (np.sqrt(m) + np.sqrt(n)) * w.std() == pytest.approx(1 + np.sqrt(m / n), rel=1e-5)
     records = yaml.safe_load(log.read_text())
     assert [r["epoch"] for r in records] == [1, 2]
     assert all(len(r["layer_energy"]) == 3 and r["test_top1"] is not None for r in records)
@@ -163,13 +165,12 @@ def test_man_page_examples_on_shipped_mnist(cli, sh, shared_data, tmp_path):
               str(tmp_path / "mnist.safetensors"))
     lines = [
         f"cortexkit {TOOL} train mnist.safetensors --split train --test mnist.safetensors "
-        "--arch mlp --depth 3 --steps 2 --state-lr 1 --epochs 1 --log log.yaml --plot pcn.png "
-        "-o meta.safetensors",
+        "--arch mlp --depth 3 --epochs 1 --log log.yaml --plot pcn.png -o meta.safetensors",
         f"cortexkit {TOOL} evaluate meta.safetensors mnist.safetensors --split test",
-        f"cortexkit {TOOL} train mnist.safetensors --method bp --weight-norm --epochs 1 "
-        "-o bpwn.safetensors",
-        f"cortexkit {TOOL} train mnist.safetensors --method pc --steps 2 --state-lr 0.1 "
-        "--epochs 1 --depth 3 -o pc.safetensors",
+        f"cortexkit {TOOL} train mnist.safetensors --method bp --weight-norm --depth 3 "
+        "--epochs 1 -o bpwn.safetensors",
+        f"cortexkit {TOOL} train mnist.safetensors --method pc --depth 3 --epochs 1 "
+        "-o pc.safetensors",
     ]
     outputs = []
     for line in lines:
@@ -303,6 +304,6 @@ def test_print_config_and_help(cli):
     p = cli(TOOL, "train", "--print-config")
     assert p.returncode == 0, p.stderr
     config = yaml.safe_load(p.stdout)
-    assert config["method"] == "meta-pcn" and config["steps"] == 8
+    assert config["method"] == "meta-pcn" and config["steps"] == 3  # L - 1 at the default depth 4
     h = cli(TOOL, "train", "--help")
     assert h.returncode == 0 and len(h.stdout.decode().splitlines()) < 60

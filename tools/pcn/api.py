@@ -51,6 +51,42 @@ def preprocess_for(images: np.ndarray, normalize: str) -> Preprocess:
     return Preprocess(list(mean), list(std))
 
 
+def default_config(spec: NetworkSpec, method: str = "meta-pcn", **changes) -> TrainConfig:
+    """The TrainConfig train-pcn resolves for ``method`` on ``spec`` when no option is given
+    (tools/pcn/defaults.py: T, eta_x and weight normalisation follow the method and the number
+    of blocks); ``changes`` override TrainConfig fields (``inference`` included)."""
+    from cortexkit.tools.pcn.defaults import (block_count, default_state_lr, default_steps,
+                                              default_weight_norm)
+
+    blocks = block_count(spec.arch, spec.depth)
+    inference = InferenceConfig(default_steps(method, blocks), default_state_lr(method))
+    fields = {"method": method, "weight_norm": default_weight_norm(method), "inference": inference}
+    fields.update(changes)
+    return TrainConfig(**fields)
+
+
+def limit_indices(count: int, limit: int | None, labels: np.ndarray | None = None,
+                  seed: int = 0) -> np.ndarray:
+    """Indices (sorted, int64) of at most ``limit`` of ``count`` images, drawn with ``seed``:
+    class-balanced when ``labels`` (N,) are given (classes taken in turn, a random image of each,
+    so per-class counts differ by at most one until a class runs out), else uniformly.
+    ``limit`` None or >= ``count`` keeps every image."""
+    if limit is None or limit >= count:
+        return np.arange(count, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    if labels is None:
+        return np.sort(rng.permutation(count)[:limit]).astype(np.int64)
+    pools = [rng.permutation(np.flatnonzero(labels == c)) for c in rng.permutation(np.unique(labels))]
+    chosen: list[int] = []
+    depth = 0
+    while len(chosen) < limit:
+        for pool in pools:
+            if depth < len(pool) and len(chosen) < limit:
+                chosen.append(int(pool[depth]))
+        depth += 1
+    return np.sort(np.asarray(chosen, dtype=np.int64))
+
+
 def check_images(images: np.ndarray, labels: np.ndarray | None, spec: NetworkSpec,
                  name: str) -> None:
     """Images of the model's (C, H, W) and labels inside its class range, or a ValueError."""
@@ -147,5 +183,6 @@ def evaluate_model(model: Model, images: np.ndarray, labels: np.ndarray,
     check_images(images, labels, model.net.spec, "evaluation data")
     data = Dataset(torch.from_numpy(images), torch.from_numpy(labels))
     report = evaluate(model.net, data, model.prep, model.method, inference or model.inference)
+    report["class_examples"] = np.bincount(labels, minlength=model.net.spec.classes).tolist()
     report["method"] = model.method
     return report

@@ -64,8 +64,12 @@ class InferenceResult:
     """What inference leaves: per-layer weight gradients and energy traces.
 
     ``grads``: one tensor per parameter of ``net.parameters()`` (same order), already times
-    ``scale``; ``loss``: summed output loss of the batch; ``layer_energy``: (L,) mean over the batch
-    of 1/2 ||error_l||^2 at the end of inference (the top entry is the output error);
+    ``scale``; ``loss``: summed output loss of the batch at the forward pass (what the model
+    predicts, whatever inference did afterwards); ``logits``: the forward pass's (batch, classes);
+    ``layer_energy``: (L,) mean over the batch of 1/2 ||error_l||^2 at the end of inference (the
+    top entry is the output error); ``energy``: the objective inference minimised at its end,
+    summed over the batch (PC: F with the output loss at z^(T); Meta-PCN: J, when asked for;
+    backprop: the output loss, F at the forward point);
     ``trace``: (steps + 1, L) the same per step (recorded when asked); ``objective``:
     (steps + 1,) the energy minimised (F for PC, J for Meta-PCN) per step (recorded when asked).
     """
@@ -77,6 +81,7 @@ class InferenceResult:
     trace: torch.Tensor | None = None
     objective: torch.Tensor | None = None
     errors: list[torch.Tensor] = field(default_factory=list)
+    energy: torch.Tensor | None = None
 
 
 def one_hot(y: torch.Tensor, classes: int, dtype) -> torch.Tensor:
@@ -145,17 +150,31 @@ def forward_point(net: Network, x: torch.Tensor) -> ForwardPoint:
     return ForwardPoint(inputs, outputs)
 
 
-def _feedback(point: ForwardPoint, d: list[torch.Tensor], layers: list[int]) -> list[torch.Tensor]:
-    """g_l(d_{l+1}) for the hidden layers ``layers`` (0-based l), in one batched VJP."""
+def _feedback(point: ForwardPoint, d: list[torch.Tensor], layers: list[int],
+              params: list[list[torch.Tensor]] | None = None):
+    """g_l(d_{l+1}) for the hidden layers ``layers`` (0-based l), in one batched VJP. With
+    ``params`` (one list per block), also the same VJP's parameter part for each block l + 1 (its
+    weight gradient at d_{l+1}, unscaled), returned as a second list."""
     outs = [point.outputs[k + 1] for k in layers]
     ins = [point.inputs[k + 1] for k in layers]
-    return list(torch.autograd.grad(outs, ins, grad_outputs=[d[k + 1] for k in layers],
-                                    retain_graph=True))
+    extra = [p for k in layers for p in params[k + 1]] if params is not None else []
+    grads = torch.autograd.grad(outs, ins + extra, grad_outputs=[d[k + 1] for k in layers],
+                                retain_graph=True, allow_unused=True)
+    feedback = list(grads[:len(ins)])
+    if params is None:
+        return feedback
+    rest, per_block = list(grads[len(ins):]), []
+    for k in layers:
+        per_block.append(rest[:len(params[k + 1])])
+        rest = rest[len(params[k + 1]):]
+    return feedback, per_block
 
 
 def meta_inference(net: Network, x: torch.Tensor, y: torch.Tensor, cfg: InferenceConfig, *,
-                   scale: float = 1.0, record: bool = False) -> InferenceResult:
-    """Meta-PCN inference and its local weight gradients. ``x``: (batch, C, H, W), ``y``: (batch,)."""
+                   scale: float = 1.0, record: bool = False,
+                   final_energy: bool = False) -> InferenceResult:
+    """Meta-PCN inference and its local weight gradients. ``x``: (batch, C, H, W), ``y``: (batch,).
+    ``final_energy``: also return J at the end (one more batched VJP)."""
     point = forward_point(net, x)
     logits = point.outputs[-1]
     L = len(point.outputs)
@@ -173,15 +192,27 @@ def meta_inference(net: Network, x: torch.Tensor, y: torch.Tensor, cfg: Inferenc
     # d_{l+1} gives g_l = 0: nothing has reached layer l yet). With eta_x = 1 and no momentum
     # the step is d_l <- g_l exactly, so every layer is computed once its target settles and T
     # Jacobi steps cost about one backward pass. Skipping is exact: the same values either way.
+    # In that copy mode every d_l is set once, from a settled target, so the VJP that carries
+    # d_{l+1} down also yields block l+1's weight gradient at its final error: taking both in
+    # one call saves the separate backward pass over the whole net at the end. Each such
+    # gradient keeps the version of d_{l+1} it was taken at and is recomputed if that moved.
     copy = cfg.state_lr == 1.0 and cfg.momentum == 0.0
     version = [0] * (L - 1) + [1]          # bumps whenever d_l changes
     seen = [0] * (L - 1)                   # version of d_{l+1} that cache[l] was computed from
     cache: list[torch.Tensor | None] = [None] * (L - 1)
+    block_params = [list(block.parameters()) for block in net.blocks]
+    block_grads: dict[int, tuple[int, list]] = {}   # block -> (version of its d, grads)
 
     def refresh(layers: list[int]) -> list[int]:
         stale = [k for k in layers if version[k + 1] > 0 and seen[k] != version[k + 1]]
         if stale:
-            for k, g in zip(stale, _feedback(point, d, stale)):
+            if copy:
+                feedback, per_block = _feedback(point, d, stale, block_params)
+                for k, g in zip(stale, per_block):
+                    block_grads[k + 1] = (version[k + 1], g)
+            else:
+                feedback = _feedback(point, d, stale)
+            for k, g in zip(stale, feedback):
                 cache[k], seen[k] = g, version[k + 1]
         return stale
 
@@ -208,14 +239,26 @@ def meta_inference(net: Network, x: torch.Tensor, y: torch.Tensor, cfg: Inferenc
     if record:
         trace.append(_energies(d))
         objective.append(_objective(residuals(), x.shape[0], x.dtype))
-    params = list(net.parameters())
-    grads = torch.autograd.grad(point.outputs, params, grad_outputs=[-scale * e for e in d],
-                                allow_unused=True)
-    grads = [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]
+    energy = None
+    if final_energy:  # before the weight gradients free the forward graph
+        energy = _objective(residuals(), 1, x.dtype).detach()
+    # weight gradients: -(VJP of block l's parameters with d_l) * scale, the ones not already
+    # taken at the current d_l in one call
+    missing = [l for l in range(L) if l not in block_grads or block_grads[l][0] != version[l]]
+    if missing:
+        flat = [p for l in missing for p in block_params[l]]
+        found = torch.autograd.grad([point.outputs[l] for l in missing], flat,
+                                    grad_outputs=[d[l] for l in missing], allow_unused=True)
+        for l in missing:
+            block_grads[l] = (version[l], list(found[:len(block_params[l])]))
+            found = found[len(block_params[l]):]
+    grads = [torch.zeros_like(p) if g is None else -scale * g
+             for l in range(L) for p, g in zip(block_params[l], block_grads[l][1])]
     loss = output_loss(logits.detach(), y, cfg.loss)
     return InferenceResult(grads, loss, logits.detach(), _energies(d),
                            torch.stack(trace) if record else None,
-                           torch.stack(objective) if record else None, [e.detach() for e in d])
+                           torch.stack(objective) if record else None, [e.detach() for e in d],
+                           energy)
 
 
 def _objective(res: list[torch.Tensor], batch: int, dtype) -> torch.Tensor:
@@ -244,9 +287,13 @@ def pc_inference(net: Network, x: torch.Tensor, y: torch.Tensor, cfg: InferenceC
     """PC inference (T steps of SGD-momentum on the latents from the forward pass) and the local
     weight gradients at z^(T). iPC: with ``weight_step`` the weights move at every inference step;
     ``weight_step(grads)`` gets the weight gradients at z^(t) (times ``scale``) before the states
-    move, and the result's ``grads`` are those of the last step (already applied)."""
+    move, and the result's ``grads`` are those of the last step (already applied).
+    ``loss`` and ``logits`` are the forward pass's, taken before any weight moved."""
     with torch.no_grad():
-        z = [a.detach().clone() for a in net.activities(x)[:-1]]
+        acts = net.activities(x)
+        z = [a.detach().clone() for a in acts[:-1]]
+        forward_logits = acts[-1].detach()
+        forward_loss = output_loss(forward_logits, y, cfg.loss)
     velocity: list[torch.Tensor | None] = [None] * len(z)
     params = list(net.parameters())
     trace, objective, pg = [], [], []
@@ -277,10 +324,10 @@ def pc_inference(net: Network, x: torch.Tensor, y: torch.Tensor, cfg: InferenceC
         objective.append(energy.detach() / x.shape[0])
     if weight_step is None:
         pg = fill(torch.autograd.grad(energy, params, allow_unused=True))
-    return InferenceResult(pg, out_loss.detach(), logits.detach(), _energies(errors),
+    return InferenceResult(pg, forward_loss, forward_logits, _energies(errors),
                            torch.stack(trace) if record else None,
                            torch.stack(objective) if record else None,
-                           [e.detach() for e in errors])
+                           [e.detach() for e in errors], energy.detach())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,18 +353,28 @@ def bp_gradients(net: Network, x: torch.Tensor, y: torch.Tensor, loss: str = "ce
     net.zero_grad(set_to_none=True)
     deltas = [-a.grad.detach() / scale for a in acts] if errors else []
     energy = _energies(deltas) if errors else torch.zeros(len(acts), dtype=x.dtype)
-    return InferenceResult(grads, out_loss.detach(), logits.detach(), energy, errors=deltas)
+    return InferenceResult(grads, out_loss.detach(), logits.detach(), energy, errors=deltas,
+                           energy=out_loss.detach())
 
 
 def imbalance(layer_energy: torch.Tensor) -> float | None:
-    """log10(max / min) over the hidden layers of the mean error energy (None without two
-    hidden layers; inf when a hidden layer's energy is exactly 0)."""
+    """log10(max / min) over the hidden layers of the mean error energy, or None where it is
+    undefined (:func:`imbalance_and_reason` says why)."""
+    return imbalance_and_reason(layer_energy)[0]
+
+
+def imbalance_and_reason(layer_energy: torch.Tensor) -> tuple[float | None, str | None]:
+    """(log10(max / min) over the hidden layers of the mean error energy, None) where defined;
+    (None, why) without two hidden layers or when a hidden layer's energy is exactly 0 (no error
+    reached it: the ratio has no value, neither 0 nor infinity)."""
     hidden = layer_energy[:-1].double()
     if hidden.numel() < 2:
-        return None
-    lo, hi = float(hidden.min()), float(hidden.max())
-    if hi == 0:
-        return 0.0
-    if lo <= 0:
-        return math.inf
-    return math.log10(hi / lo)
+        return None, "fewer than two hidden layers"
+    zero = [l + 1 for l, e in enumerate(hidden.tolist()) if e <= 0]
+    if len(zero) == hidden.numel():
+        return None, "every hidden layer's error energy is exactly 0 (no inference steps ran)"
+    if zero:
+        names = ", ".join(map(str, zero[:6])) + (", ..." if len(zero) > 6 else "")
+        return None, (f"the error energy of layer{'s' if len(zero) > 1 else ''} {names} is "
+                      "exactly 0 (no error reached it)")
+    return math.log10(float(hidden.max()) / float(hidden.min())), None

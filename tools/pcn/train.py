@@ -5,7 +5,10 @@ Weight normalisation (Meta-PCN's regulariser, available to every method):
     W <- gain * W / ((sqrt(m) + sqrt(n)) * std(W)),  m = fan-out, n = fan-in (a convolution's
     fan-in includes the kernel area), std over every entry (population), biases untouched;
 (sqrt(m)+sqrt(n)) std(W) is the random-matrix estimate of ||W||_2, so the step keeps every layer's
-spectral norm near ``gain``. Applied at initialisation and after every weight step; optional
+spectral norm near ``gain``. ``gain`` is a number (the same for every layer) or a per-layer rule
+(:data:`GAIN_RULES`): ``fan`` = 1 + sqrt(m/n), the gain at which the layer keeps the root mean
+square of a random input (std(W) sqrt(n) = 1), and ``fan-act`` = that times
+1 / sqrt(E phi(z)^2), z ~ N(0, 1), for a layer whose output goes through the activation phi. Applied at initialisation and after every weight step; optional
 entry-wise clipping to [-clip, clip] afterwards (off by default).
 
 Schedule (PCX's): the learning rate starts at lr, rises linearly to 1.1 lr over the first
@@ -23,8 +26,9 @@ import torch
 import torch.nn.functional as F
 
 from cortexkit.tools.pcn import distributed
+from cortexkit.tools.pcn.defaults import DEFAULT_GAIN, GAIN_RULES
 from cortexkit.tools.pcn.inference import (METHODS, InferenceConfig, InferenceResult,
-                                           binomial_tail, bp_gradients, imbalance,
+                                           binomial_tail, bp_gradients, imbalance_and_reason,
                                            meta_inference, pc_inference)
 from cortexkit.tools.pcn.network import Network, fan_out_in, weight_layers
 
@@ -39,7 +43,7 @@ class TrainConfig:
     adam_eps: float = 1e-8
     warmup: float = 0.1
     weight_norm: bool = True
-    weight_norm_gain: float = 1.0
+    weight_norm_gain: float | str = DEFAULT_GAIN
     weight_clip: float | None = None
     augment: bool = False
     inference: InferenceConfig = field(default_factory=InferenceConfig)
@@ -47,6 +51,9 @@ class TrainConfig:
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError(f"unknown method '{self.method}' (one of {', '.join(METHODS)})")
+        if isinstance(self.weight_norm_gain, str) and self.weight_norm_gain not in GAIN_RULES:
+            raise ValueError(f"unknown weight-norm gain rule '{self.weight_norm_gain}' (a number "
+                             f"or one of {', '.join(GAIN_RULES)})")
         if self.batch_size < 1 or self.epochs < 0:
             raise ValueError("batch size must be >= 1 and epochs >= 0")
 
@@ -84,16 +91,50 @@ def spectral_proxy(weight: torch.Tensor) -> float:
     return float((math.sqrt(m) + math.sqrt(n)) * weight.detach().std(unbiased=False))
 
 
+def activation_gain(name: str) -> float:
+    """1 / sqrt(E phi(z)^2) for z ~ N(0, 1) (Gauss-Hermite, 80 nodes): the factor that gives the
+    activation ``name`` a unit root-mean-square output on a unit Gaussian input."""
+    import numpy as np
+
+    from cortexkit.tools.pcn.network import activation
+
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    with torch.no_grad():
+        values = activation(name)(torch.from_numpy(nodes)).numpy()
+    second = float((weights * values ** 2).sum() / weights.sum())
+    return 1.0 / math.sqrt(second)
+
+
+def layer_gains(net: Network, gain: float | str) -> list[float]:
+    """The target (sqrt(m)+sqrt(n)) std(W) of every weight layer (order of
+    :func:`weight_layers`): ``gain`` itself when a number, else the rule of that name."""
+    layers = weight_layers(net)
+    if not isinstance(gain, str):
+        return [float(gain)] * len(layers)
+    if gain not in GAIN_RULES:
+        raise ValueError(f"unknown weight-norm gain rule '{gain}' (one of {', '.join(GAIN_RULES)})")
+    act = activation_gain(net.spec.activation) if gain == "fan-act" else 1.0
+    out_ids = {id(m) for m in weight_layers(net.blocks[-1])}  # the linear output block
+    gains = []
+    for layer in layers:
+        m, n = fan_out_in(layer.weight)
+        # every layer but the output one feeds an activation (the shortcut of a residual
+        # block too: it is added before act2)
+        gains.append((1 + math.sqrt(m / n)) * (1.0 if id(layer) in out_ids else act))
+    return gains
+
+
 @torch.no_grad()
-def normalize_weights(net: Network, gain: float = 1.0, clip: float | None = None) -> None:
-    """W <- gain * W / ((sqrt(m)+sqrt(n)) std(W)) for every weight layer (each convolution of a
-    residual block, its shortcut too); biases untouched."""
-    for layer in weight_layers(net):
+def normalize_weights(net: Network, gain: float | str = 1.0, clip: float | None = None) -> None:
+    """W <- g * W / ((sqrt(m)+sqrt(n)) std(W)) for every weight layer (each convolution of a
+    residual block, its shortcut too), g = ``gain`` or its per-layer rule (:func:`layer_gains`);
+    biases untouched."""
+    for layer, target in zip(weight_layers(net), layer_gains(net, gain)):
         weight = layer.weight
         m, n = fan_out_in(weight)
         std = weight.std(unbiased=False)
         if std > 0:
-            weight.mul_(gain / ((math.sqrt(m) + math.sqrt(n)) * std))
+            weight.mul_(target / ((math.sqrt(m) + math.sqrt(n)) * std))
         if clip is not None:
             weight.clamp_(-clip, clip)
 
@@ -145,9 +186,16 @@ def depth_warning(depth: int, method: str, cfg: InferenceConfig) -> str | None:
     if reach >= depth - 1:
         return None
     factor = binomial_tail(cfg.steps, min(1.0, cfg.state_lr), depth - 1)
-    return (f"T * eta_x = {cfg.steps} * {cfg.state_lr:g} is small for {depth} layers (information "
+    head = (f"T * eta_x = {cfg.steps} * {cfg.state_lr:g} is small for {depth} layers (information "
             f"moves one layer per step; the first layer gets about {factor:.2g} of its backprop "
-            f"error): raise --steps to >= {depth - 1} with --state-lr 1, or use --schedule sweep")
+            "error)")
+    if method == "meta-pcn":
+        return (f"{head}: raise --steps to >= {depth - 1} with --state-lr 1, or use "
+                "--schedule sweep")
+    # PC / iPC: no sweep schedule; a larger state rate can make the energy descent unstable
+    need = math.ceil((depth - 1) * max(1e-12, 1 - cfg.momentum) / cfg.state_lr)
+    return (f"{head}: raise --steps to about {need} or --state-lr (PC's inference may then "
+            "oscillate), or train with --method meta-pcn")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,8 +231,8 @@ class Dataset:
 def _inference(net: Network, x, y, cfg: TrainConfig, scale: float, weight_step=None,
                record: bool = False) -> InferenceResult:
     inf = cfg.inference
-    if cfg.method == "bp":
-        return bp_gradients(net, x, y, inf.loss, scale=scale)
+    if cfg.method == "bp":  # with its errors, so the log shows what evaluate reports
+        return bp_gradients(net, x, y, inf.loss, scale=scale, errors=True)
     if cfg.method == "meta-pcn":
         return meta_inference(net, x, y, inf, scale=scale, record=record)
     return pc_inference(net, x, y, inf, scale=scale, record=record,
@@ -212,6 +260,7 @@ class EpochRecord:
     imbalance: float | None
     test_top1: float | None = None
     test_top5: float | None = None
+    imbalance_note: str | None = None     # why ``imbalance`` is undefined, when it is
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -301,9 +350,10 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
         if bad is not None:
             raise TrainingDiverged(epoch, bad, "weight")
         energy = (stats[3:] / stats[2].clamp(min=1)).tolist()
+        ratio, note = imbalance_and_reason(torch.tensor(energy))
         record = EpochRecord(epoch, float(stats[0] / stats[2]), float(stats[1] / stats[2]),
-                             seconds, float(sched.get_last_lr()[0]), energy,
-                             None if cfg.method == "bp" else imbalance(torch.tensor(energy)))
+                             seconds, float(sched.get_last_lr()[0]), energy, ratio,
+                             imbalance_note=note)
         if test is not None and rank == 0:
             record.test_top1, record.test_top5 = accuracy(net, test, prep, device)
         history.append(record)
@@ -348,24 +398,30 @@ def accuracy(net: Network, data: Dataset, prep: Preprocess, device=None) -> tupl
 
 def evaluate(net: Network, data: Dataset, prep: Preprocess, method: str, cfg: InferenceConfig,
              batch: int = 500) -> dict:
-    """Top-1/top-5 (one forward pass) and the per-layer error energies at the end of the
-    model's own inference (backprop's errors for ``bp``), averaged over the data."""
+    """Top-1/top-5 and the output loss of one forward pass (what the model predicts), the
+    per-layer error energies at the end of the model's own inference (backprop's errors for
+    ``bp``) and the objective that inference ends at (``energy``), averaged over the data."""
     top1, top5 = accuracy(net, data, prep)
     p = next(net.parameters())
     sums = torch.zeros(net.depth, dtype=torch.float64)
-    loss = 0.0
+    loss = total = 0.0
     for i in range(0, len(data), batch):
         x = prep(data.images[i:i + batch], p.dtype).to(p.device)
         y = data.labels[i:i + batch].to(p.device)
         if method == "bp":
             res = bp_gradients(net, x, y, cfg.loss, scale=1.0 / len(y), errors=True)
         elif method == "meta-pcn":
-            res = meta_inference(net, x, y, cfg, scale=1.0 / len(y))
+            res = meta_inference(net, x, y, cfg, scale=1.0 / len(y), final_energy=True)
         else:
             res = pc_inference(net, x, y, cfg, scale=1.0 / len(y))
         sums += res.layer_energy.double().cpu() * len(y)
         loss += float(res.loss)
+        total += float(res.energy)
     n = max(1, len(data))
     energy = (sums / n).tolist()
-    return {"examples": len(data), "top1": top1, "top5": top5, "loss": loss / n,
-            "layer_energy": energy, "imbalance_log10": imbalance(torch.tensor(energy))}
+    ratio, note = imbalance_and_reason(torch.tensor(energy))
+    report = {"examples": len(data), "top1": top1, "top5": top5, "loss": loss / n,
+              "energy": total / n, "layer_energy": energy, "imbalance_log10": ratio}
+    if note is not None:
+        report["imbalance_note"] = note
+    return report

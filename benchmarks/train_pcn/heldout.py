@@ -1,0 +1,79 @@
+"""Two held-out image sets built from data scikit-learn ships (no download), in the formats a user
+brings: never looked at while choosing train-pcn's defaults (MNIST and the CIFAR-10 subset chose
+them), used only to check them.
+
+    python benchmarks/train_pcn/heldout.py DIR
+
+- DIR/digits-idx/: scikit-learn's 1,797 handwritten digits (8x8, 0-16, UCI optdigits), scaled to
+  0-255 and enlarged x4 (nearest) to 32x32 so every VGG fits, as MNIST-style IDX files
+  (train-/t10k-images-idx3-ubyte and -labels-idx1-ubyte); a stratified split (seed 0): 1,297 train,
+  500 test.
+- DIR/patches/: an image folder (train|test/CLASS/NNNN.png) of 32x32 RGB patches cut from
+  scikit-learn's two sample photographs (china.jpg, flower.jpg); 8 classes = photograph x
+  quadrant; train patches come from the upper 70 % of each quadrant, test patches from below it
+  (no pixel shared), 300 train and 100 test per class (seed 0): 2,400 / 800.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def write_idx(path: Path, array: np.ndarray) -> None:
+    """An IDX file of unsigned bytes (magic 0x08, one 4-byte size per dimension)."""
+    header = struct.pack(">BBBB", 0, 0, 0x08, array.ndim) + b"".join(
+        struct.pack(">I", d) for d in array.shape)
+    path.write_bytes(header + np.ascontiguousarray(array, dtype=np.uint8).tobytes())
+
+
+def digits(out: Path) -> None:
+    from sklearn.datasets import load_digits
+
+    data = load_digits()
+    images = np.round(data.images * 255 / 16).astype(np.uint8)
+    images = images.repeat(4, axis=1).repeat(4, axis=2)          # (1797, 32, 32)
+    labels = data.target.astype(np.uint8)
+    rng = np.random.default_rng(0)
+    test = np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:50] for c in range(10)])
+    train = np.setdiff1d(np.arange(len(labels)), test)
+    out.mkdir(parents=True, exist_ok=True)
+    for prefix, index in (("train", train), ("t10k", np.sort(test))):
+        write_idx(out / f"{prefix}-images-idx3-ubyte", images[index])
+        write_idx(out / f"{prefix}-labels-idx1-ubyte", labels[index])
+
+
+def patches(out: Path, size: int = 32, stride: int = 6, per_class=(300, 100)) -> None:
+    from PIL import Image
+    from sklearn.datasets import load_sample_images
+
+    photos = load_sample_images()
+    rng = np.random.default_rng(0)
+    for photo, name in zip(photos.images, ("china", "flower")):
+        h, w = photo.shape[0] // 2, photo.shape[1] // 2
+        for q in range(4):
+            quadrant = photo[(q // 2) * h:(q // 2 + 1) * h, (q % 2) * w:(q % 2 + 1) * w]
+            cut = int(0.7 * h)
+            xs = range(0, w - size + 1, stride)
+            sets = {"train": [(y, x) for y in range(0, cut - size + 1, stride) for x in xs],
+                    "test": [(y, x) for y in range(cut, h - size + 1, stride) for x in xs]}
+            for (split, spots), count in zip(sets.items(), per_class):
+                folder = out / split / f"{name}-q{q}"
+                folder.mkdir(parents=True, exist_ok=True)
+                for i in rng.permutation(len(spots))[:count]:
+                    y, x = spots[i]
+                    Image.fromarray(quadrant[y:y + size, x:x + size]).save(folder / f"{i:04d}.png")
+
+
+def main(argv=None) -> None:
+    out = Path((argv or sys.argv[1:] or ["heldout"])[0])
+    digits(out / "digits-idx")
+    patches(out / "patches")
+    print(out)
+
+
+if __name__ == "__main__":
+    main()

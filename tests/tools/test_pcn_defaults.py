@@ -1,0 +1,94 @@
+"""The default rules of train-pcn (issue 31, item 1): the block counts the rules read, the fan
+gain rule's unit root-mean-square gain per layer, and the plot's axes (item 3)."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from cortexkit.tools.pcn.defaults import BLOCKS, block_count, default_steps
+from cortexkit.tools.pcn.network import Network, NetworkSpec, build_network, weight_layers
+from cortexkit.tools.pcn.train import activation_gain, layer_gains, normalize_weights
+
+SPECS = [NetworkSpec("mlp", (1, 28, 28), 10, width=64, depth=6),
+         NetworkSpec("vgg7", (3, 32, 32), 10, width_scale=1 / 8),
+         NetworkSpec("vgg13", (3, 32, 32), 10, width_scale=1 / 8),
+         NetworkSpec("resnet18", (3, 32, 32), 10, width_scale=1 / 8)]
+
+
+@pytest.mark.parametrize("arch", sorted(BLOCKS) + ["mlp"])
+def test_block_counts_are_the_networks(arch):
+    spec = NetworkSpec(arch, (3, 32, 32), 10, depth=7, width_scale=1 / 16)
+    assert block_count(arch, 7) == len(Network(spec).blocks)
+    assert default_steps("meta-pcn", block_count(arch, 7)) == len(Network(spec).blocks) - 1
+
+
+def _rms_gain(layer, generator):
+    """root-mean-square of layer(x) / of x for a unit Gaussian x (bias left out)."""
+    w = layer.weight.detach()
+    if isinstance(layer, nn.Linear):
+        x = torch.randn(512, w.shape[1], generator=generator, dtype=w.dtype)
+        y = x @ w.T
+    else:  # the interior of a convolution: no padding, so every output sees n inputs
+        x = torch.randn(64, w.shape[1], 12, 12, generator=generator, dtype=w.dtype)
+        y = F.conv2d(x, w, stride=layer.stride)
+    return float(y.pow(2).mean().sqrt() / x.pow(2).mean().sqrt())
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.arch for s in SPECS])
+def test_fan_rule_keeps_every_layers_forward_signal(spec):
+    """fan: (sqrt m + sqrt n) std W = 1 + sqrt(m/n), i.e. std W sqrt(n) = 1: every weight layer
+    passes a random input at unit RMS (gain 1, the paper's literal one, gives
+    sqrt(n) / (sqrt m + sqrt n): 1/2 per square layer); fan-act adds 1 / rms(phi(z))."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    net = build_network(spec, dtype=torch.float64)
+    normalize_weights(net, "fan")
+    gains = [_rms_gain(layer, g) for layer in weight_layers(net)]
+    assert all(0.9 < r < 1.1 for r in gains), gains
+    fan = layer_gains(net, "fan")
+    normalize_weights(net, 1.0)
+    literal = [_rms_gain(layer, g) for layer in weight_layers(net)]
+    assert literal == pytest.approx([1 / f for f in fan], rel=0.1) and max(literal) < 0.8
+    act = layer_gains(net, "fan-act")
+    factor = activation_gain(spec.activation)
+    assert [a / f for a, f in zip(act[:-1], fan[:-1])] == pytest.approx([factor] * (len(fan) - 1))
+    assert act[-1] == pytest.approx(fan[-1])   # the output layer feeds no activation
+
+
+def test_activation_gain_closed_forms():
+    assert activation_gain("relu") == pytest.approx(math.sqrt(2), rel=1e-6)
+    assert activation_gain("identity") == pytest.approx(1.0, rel=1e-9)
+    assert 1.5 < activation_gain("gelu") < 1.56
+
+
+def test_plot_axes_span_the_measured_range_with_integer_epochs():
+    pytest.importorskip("matplotlib")
+    from cortexkit.cli.train_pcn import _plot
+
+    class Stub:
+        def write_figure(self, fig, path, **kw):
+            self.fig = fig
+
+    run = Stub()
+    trace = [[0.0, 0.0, 2.0], [0.0, 1e-3, 1.5], [1e-4, 2e-3, 1.0]]  # zeros: not reached yet
+    history = [{"epoch": e, "train_top1": 0.5, "test_top1": 0.4} for e in (1, 2, 3)]
+    _plot(run, "x.png", history, trace)
+    energy_ax, acc_ax = run.fig.axes
+    low, high = energy_ax.get_ylim()
+    assert 1e-5 <= low <= 1e-4 and 2.0 <= high <= 5.0   # 1e-30 no more: a few decades only
+    ticks = [t for t in acc_ax.get_xticks() if 1 <= t <= 3]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+
+
+def test_python_default_config_is_what_the_command_resolves():
+    from cortexkit.tools.pcn.api import default_config
+
+    cfg = default_config(NetworkSpec("mlp", depth=12))
+    assert (cfg.inference.steps, cfg.inference.state_lr, cfg.weight_norm,
+            cfg.weight_norm_gain) == (11, 1.0, True, "fan")
+    pc = default_config(NetworkSpec("vgg9", (3, 32, 32)), "pc", epochs=2)
+    assert (pc.inference.steps, pc.inference.state_lr, pc.weight_norm, pc.epochs) == (8, 0.1,
+                                                                                      False, 2)

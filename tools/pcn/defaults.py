@@ -1,0 +1,51 @@
+"""The defaults that follow the network: inference steps, state rate, weight normalisation and its
+gain, resolved from the method and the architecture (no torch import: ``--print-config`` and
+``--help`` stay fast).
+
+The rule (measured in benchmarks/train_pcn/RESULTS.md, MNIST and the CIFAR-10 subset chose it,
+two image sets built from package data checked it):
+
+- Meta-PCN: eta_x = 1, Jacobi steps, T = L - 1, so the output error reaches the first layer
+  (information moves one layer per Jacobi step; with eta_x = 1 and T >= L - 1 the weight
+  gradients are backprop's exactly, and the settled layers cost nothing more, so a larger T
+  would only repeat work).
+- PC and iPC: PCX's state rate eta_x = 0.1 and T = max(8, L - 1) steps: the baselines as
+  published; at that rate the error reaches layer l with weight about P(Bin(T, 0.1) >= L - l),
+  which is the depth failure the paper contrasts Meta-PCN with (train warns about it).
+- Weight normalisation on for Meta-PCN (the paper's regulariser), off for the others (BP + WN
+  is --method bp --weight-norm), at the per-layer gain rule :data:`DEFAULT_GAIN`.
+"""
+
+from __future__ import annotations
+
+# weight layers (blocks) of each fixed architecture; an MLP has --depth
+BLOCKS = {"vgg5": 5, "vgg7": 7, "vgg9": 9, "vgg11": 11, "vgg13": 13, "resnet18": 10}
+
+GAIN_RULES = ("fan", "fan-act")
+DEFAULT_GAIN = "fan"
+PC_STATE_LR = 0.1
+PC_MIN_STEPS = 8
+
+
+def block_count(arch: str, depth: int) -> int:
+    """L, the number of blocks (latent layers, output included) of ``arch``."""
+    return depth if arch == "mlp" else BLOCKS[arch]
+
+
+def default_steps(method: str, blocks: int) -> int:
+    """T: L - 1 for Meta-PCN, max(8, L - 1) for PC and iPC, 0 for backprop."""
+    if method == "bp":
+        return 0
+    if method == "meta-pcn":
+        return max(0, blocks - 1)
+    return max(PC_MIN_STEPS, blocks - 1)
+
+
+def default_state_lr(method: str) -> float:
+    """eta_x: 1 for Meta-PCN (each step copies the settled target), PCX's 0.1 for PC / iPC
+    (backprop has no states; 1 is stored so the config has no null)."""
+    return PC_STATE_LR if method in ("pc", "ipc") else 1.0
+
+
+def default_weight_norm(method: str) -> bool:
+    return method == "meta-pcn"
