@@ -192,6 +192,25 @@ class CDC:
         return asdict(self.config)
 
 
+def keep_faster_threads(work: Callable[[], object]) -> int:
+    """Time ``work()`` on torch's current thread count and on one thread and leave torch on the
+    faster (a small network on busy cores loses more to threads waiting for each other than it
+    gains from sharing); returns the thread count kept."""
+    threads = torch.get_num_threads()
+    if threads <= 1:
+        return threads
+    t0 = time.perf_counter()
+    work()
+    many = time.perf_counter() - t0
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    work()
+    if time.perf_counter() - t0 < many:
+        return 1
+    torch.set_num_threads(threads)
+    return threads
+
+
 def guide_correlation(corr: np.ndarray, ridge: float) -> np.ndarray:
     """Sigma = corr + ridge I, renormalised to a unit diagonal (so the OU marginals stay N(0, 1))."""
     s = np.asarray(corr, dtype=np.float64) + ridge * np.eye(len(corr))
@@ -325,11 +344,12 @@ class Plan:
     steps: int
     seconds_per_step: float
     budget: float
+    threads: int = 1
 
     def describe(self) -> dict:
         return {"hidden": self.hidden, "depth": self.depth, "batch_size": self.batch_size, "lr": self.lr,
                 "steps": self.steps, "seconds_per_step": round(self.seconds_per_step, 4),
-                "budget_seconds": self.budget}
+                "budget_seconds": self.budget, "threads": self.threads}
 
 
 def default_size(n: int, d: int) -> tuple[int, int, int, float]:
@@ -356,10 +376,14 @@ def round_steps(steps: float) -> int:
 
 
 def plan_cdc(n: int, d: int, budget: float, config: CDCConfig, *, given: dict,
-             device: str | torch.device = "cpu", max_steps: int = 20000, min_steps: int = 200) -> Plan:
+             device: str | torch.device = "cpu", max_steps: int = 20000, min_steps: int = 200,
+             max_epochs: int = 1000, choose_threads: bool = False) -> Plan:
     """Size a CDC fit of (n, d) rows to ``budget`` seconds: the network from :func:`default_size`
     unless ``given`` (hidden / depth / batch_size / lr), and the steps from a timing probe of that
-    network on this machine (3 warm-up and 5 timed steps), at most ``max_steps``."""
+    network on this machine (3 warm-up and 5 timed steps; with ``choose_threads`` also on one
+    thread, keeping the faster: torch's thread count is left set), at most ``max_steps`` and
+    ``max_epochs`` passes over the rows (a small table's best validation checkpoint comes within a
+    few hundred epochs, so it does not spend the whole budget)."""
     hidden, depth, batch, lr = default_size(n, d)
     hidden, depth = given.get("hidden") or hidden, given.get("depth") or depth
     batch, lr = min(given.get("batch_size") or batch, n), given.get("lr") or lr
@@ -369,15 +393,31 @@ def plan_cdc(n: int, d: int, budget: float, config: CDCConfig, *, given: dict,
     opt = torch.optim.Adam(probe.net.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(0)
     z = torch.randn((batch, d), generator=gen).to(probe.device)
-    times = []
-    for i in range(8):
-        t0 = time.perf_counter()
-        loss, _ = probe.loss(probe.net, z, gen)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if i >= 3:
-            times.append(time.perf_counter() - t0)
-    per_step = float(np.median(times)) * 1.1    # + EMA update and validation checkpoints
-    steps = round_steps(min(max_steps, max(min_steps, budget / per_step)))
-    return Plan(hidden, depth, batch, lr, steps, per_step, budget)
+
+    def seconds_a_step() -> float:
+        times = []
+        for i in range(8):
+            t0 = time.perf_counter()
+            loss, _ = probe.loss(probe.net, z, gen)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if i >= 3:
+                times.append(time.perf_counter() - t0)
+        return float(np.median(times))
+
+    threads = torch.get_num_threads()
+    per_step = seconds_a_step()
+    if choose_threads and threads > 1 and probe.device.type == "cpu":
+        # a small network on busy cores runs faster on one thread than on several that wait
+        # for each other: measure, keep the faster
+        torch.set_num_threads(1)
+        one = seconds_a_step()
+        if one < per_step:
+            threads, per_step = 1, one
+        else:
+            torch.set_num_threads(threads)
+    per_step *= 1.1    # + EMA update and validation checkpoints
+    cap = min(max_steps, max(min_steps, math.ceil(max_epochs * n / batch)))
+    steps = round_steps(min(cap, max(min_steps, budget / per_step)))
+    return Plan(hidden, depth, batch, lr, steps, per_step, budget, threads)

@@ -38,6 +38,7 @@ class FitConfig:
     given: dict = field(default_factory=dict)   # hidden / depth / batch_size / lr fixed by the user
     is_draws: int = 100_000        # cap of the validation log Z importance sampling
     is_stderr: float = 0.01        # ... which stops earlier at this standard error of log Z
+    choose_threads: bool = False   # the timing probe may drop torch to one thread (--threads not given)
     cdc: CDCConfig = field(default_factory=CDCConfig)
     reflection: ReflectionConfig = field(default_factory=ReflectionConfig)
 
@@ -332,16 +333,18 @@ def fit_model(x: np.ndarray, columns: list[str], config: FitConfig, *, generator
         record["steps"] = done
     if trained:
         share = config.budget / len(trained)
-        plan = plan_cdc(len(fit_idx), d, 0.85 * share, config.cdc, given=config.given, device=device)
+        plan = plan_cdc(len(fit_idx), d, 0.8 * share, config.cdc, given=config.given, device=device,
+                        choose_threads=config.choose_threads)
         steps = config.cdc.steps if config.steps_given else plan.steps
-        time_limit = config.cdc.time_limit or (0.0 if config.steps_given else 1.5 * share)
+        time_limit = config.cdc.time_limit or (0.0 if config.steps_given else share)
         # the probe's seconds a step are printed, not stored: one seed, one file
         record["plan"] = {**plan.describe(), "steps": steps, "time_limit": time_limit,
                           "candidates": len(trained)}
         record["plan"].pop("seconds_per_step")
+        record["plan"].pop("threads")
         info(f"plan: {len(trained)} CDC candidate(s) x {steps} steps, width {plan.hidden}, depth "
              f"{plan.depth}, batch {plan.batch_size}, lr {plan.lr:g} ({1000 * plan.seconds_per_step:.0f} ms "
-             f"a step here; budget {config.budget:g} s" + (", steps given" if config.steps_given else "") + ")")
+             f"a step here on {plan.threads} thread(s); budget {config.budget:g} s" + (", steps given" if config.steps_given else "") + ")")
         for name in trained:
             cfg = CDCConfig(**{**asdict(config.cdc), "hidden": plan.hidden, "depth": plan.depth,
                                "batch_size": plan.batch_size, "lr": plan.lr, "steps": steps,
