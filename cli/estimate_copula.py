@@ -16,8 +16,8 @@ group = tool_group(
 )
 
 KIND_MODEL = "copula-model"
-MODEL_VERSION = 1
-COPULAS = ("cdc", "reflection", "gaussian", "independence")
+MODEL_VERSION = 2      # 2: discrete margins (marginals.discrete), column types and levels
+COPULAS = ("auto", "cdc", "reflection", "gaussian", "independence")
 SPACES = ("data", "cube", "gaussian")
 
 # ----------------------------------------------------------------------------------------------
@@ -32,7 +32,7 @@ def _names(text: str | None) -> list[str]:
 
 
 def _read_matrix(source: str, columns: list[str] | None = None, drop: str | None = None):
-    """(matrix (rows, d) float64, column names) of a table, selecting/dropping columns by name."""
+    """(matrix (rows, d) float64, column names) of a numeric table, selecting/dropping columns by name."""
     from cortexkit.formats.table import read_table
 
     table = read_table(source)
@@ -42,6 +42,71 @@ def _read_matrix(source: str, columns: list[str] | None = None, drop: str | None
     dropped = set(_names(drop))   # applies to --columns too: "--columns a,b --drop b" keeps only a
     names = [n for n in (columns or table.names) if n not in dropped]
     return table.matrix(names), list(names)
+
+
+def _read_typed(source: str, columns: list[str] | None, drop: str | None, discrete: list[str],
+                max_levels: int):
+    """A training table as (matrix (rows, d), names, discrete flags, column types, levels):
+    categorical columns as their codes (discrete), integer columns discrete when declared or
+    with at most ``max_levels`` distinct values, float columns discrete only when declared."""
+    import numpy as np
+
+    from cortexkit.formats.table import read_table
+
+    table = read_table(source)
+    if table.n_rows == 0:
+        raise CortexError(f"{table.source}: the table has no rows")
+    table.require(_names(drop))
+    table.require(discrete, "--discrete column")
+    dropped = set(_names(drop))
+    names = [n for n in (columns or table.names) if n not in dropped]
+    table.require(names)
+    numeric = [n for n in names if not table.is_categorical(n)]
+    table.check_finite(numeric)
+    cols, flags, types, levels = [], [], [], {}
+    for name in names:
+        col = np.asarray(table.columns[name])
+        if table.is_categorical(name):
+            kind, is_discrete = "categorical", True
+            levels[name] = list(table.levels[name])
+        elif col.dtype.kind in "iub":
+            kind = "int"
+            is_discrete = name in discrete or len(np.unique(col)) <= max_levels
+        else:
+            kind, is_discrete = "float", name in discrete
+        cols.append(col.astype(np.float64))
+        flags.append(is_discrete)
+        types.append(kind)
+    return np.stack(cols, axis=1), names, flags, types, levels
+
+
+def _model_matrix(source: str, loaded, columns: list[str] | None = None):
+    """(rows, d) float64 of the model's columns (or ``columns``, read as the model's, in order) of a
+    table; categorical columns are mapped to the model's codes by level name."""
+    import numpy as np
+
+    from cortexkit.formats.table import read_table
+
+    table = read_table(source)
+    if table.n_rows == 0:
+        raise CortexError(f"{table.source}: the table has no rows")
+    names = columns or loaded.columns
+    table.require(names)
+    if len(names) != loaded.dim:
+        raise CortexError(f"--columns names {len(names)} columns, the model has {loaded.dim}")
+    out = []
+    for name, own, kind in zip(names, loaded.columns, loaded.column_types):
+        if kind == "categorical":
+            index = {level: i for i, level in enumerate(loaded.levels[own])}
+            cells = table.strings(name)
+            unknown = sorted({c for c in cells if c not in index})
+            if unknown:
+                raise CortexError(f"{table.source}: column '{name}' holds level(s) {unknown[:5]} the model "
+                                  f"never saw (it knows {loaded.levels[own][:10]})")
+            out.append(np.array([index[c] for c in cells], dtype=np.float64))
+        else:
+            out.append(table.matrix([name])[:, 0])
+    return np.stack(out, axis=1)
 
 
 def _load(run, model: str):
@@ -54,18 +119,48 @@ def _load(run, model: str):
         raise CortexError(f"{model}: malformed copula-model artifact ({exc})") from None
 
 
-def _model_rows(run, model: str, table: str):
+def _threads(run, loaded) -> None:
+    """Without --threads, run a CDC's forward passes on one thread when that is faster here."""
+    if loaded.copula != "cdc" or run.config.get("threads") or loaded.cdc.device.type != "cpu":
+        return
+    import numpy as np
+
+    from cortexkit.tools.copula.cdc import keep_faster_threads
+
+    z = np.random.default_rng(0).standard_normal((16384, loaded.dim))
+    kept = keep_faster_threads(lambda: loaded.cdc.log_density_z(z))
+    run.detail(f"torch threads: {kept}")
+
+
+def _model_rows(run, model: str, table: str, columns: list[str] | None = None, space: str = "data"):
     loaded = _load(run, model)
-    x, _ = _read_matrix(table, loaded.columns)
-    return loaded, x
+    _threads(run, loaded)
+    if space != "data":   # pseudo-observations or z: plain numbers, whatever the column types
+        names = columns or loaded.columns
+        if len(names) != loaded.dim:
+            raise CortexError(f"--columns names {len(names)} columns, the model has {loaded.dim}")
+        return loaded, _read_matrix(table, names)[0]
+    return loaded, _model_matrix(table, loaded, columns)
 
 
-def _write_columns(run, columns: dict, metadata: dict | None = None) -> None:
+def _write_columns(run, columns: dict, metadata: dict | None = None, types: list[str] | None = None,
+                   levels: dict | None = None) -> None:
+    """Write named columns as a table; ``types`` int / categorical give int64 columns (categorical:
+    codes with ``levels``), the rest float64."""
     import numpy as np
 
     from cortexkit.formats.table import Table, write_table
 
-    table = Table({k: np.ascontiguousarray(v, dtype=np.float64) for k, v in columns.items()}, {}, "<out>")
+    out, kept = {}, {}
+    for j, (name, values) in enumerate(columns.items()):
+        kind = types[j] if types else "float"
+        if kind in ("int", "categorical"):
+            out[name] = np.ascontiguousarray(np.rint(values), dtype=np.int64)
+            if kind == "categorical":
+                kept[name] = list(levels[name])
+        else:
+            out[name] = np.ascontiguousarray(values, dtype=np.float64)
+    table = Table(out, kept, "<out>")
     write_table(run.output, table, producer=run.producer, config=run.config, metadata=metadata)
 
 
@@ -75,7 +170,7 @@ def _fit_config(copula, marginals, ties, ridge, steps, time_limit, guide, classe
     from cortexkit.tools.copula.model import FitConfig
     from cortexkit.tools.copula.reflection import ReflectionConfig
 
-    common = {"steps": steps, "time_limit": time_limit, "clip": clip, "ema": ema}
+    common = {"steps": steps or 20000, "time_limit": time_limit, "clip": clip, "ema": ema}
     given = {k: v for k, v in {"hidden": hidden, "lr": lr, "batch_size": batch_size}.items() if v}
     cdc = CDCConfig(classes=classes, alpha=alpha, guide=guide, ridge=ridge, **common, **given,
                     **({"depth": depth} if depth else {}))
@@ -83,7 +178,8 @@ def _fit_config(copula, marginals, ties, ridge, steps, time_limit, guide, classe
     return FitConfig(copula=copula, marginals=marginals, ties=ties, ridge=ridge, cdc=cdc, reflection=refl)
 
 
-ADVANCED_FIT = ("classes", "alpha", "batch_size", "clip", "ema", "ridge", "ties")
+ADVANCED_FIT = ("classes", "alpha", "batch_size", "clip", "ema", "ridge", "ties", "validation", "max_levels",
+                "hidden", "depth", "lr", "guide")
 positive = click.FloatRange(min=0, min_open=True)
 
 
@@ -92,44 +188,78 @@ positive = click.FloatRange(min=0, min_open=True)
 
 @verb(group, "fit", output="artifact", torch_options=True, advanced=ADVANCED_FIT)
 @click.argument("table", metavar="TABLE|-")
-@click.option("--copula", type=click.Choice(COPULAS), default="cdc", show_default=True)
+@click.option("--copula", type=click.Choice(COPULAS), default="auto", show_default=True,
+              help="auto: the CDC, the Gaussian-guided CDC and the Gaussian copula, the best on validation.")
+@click.option("--budget", type=positive, default=240.0, show_default=True,
+              help="Seconds of training (all candidates); sizes steps, width and batch.")
+@click.option("--input", "space", type=click.Choice(["data", "cube"]), default="data", show_default=True,
+              help="data, or pseudo-observations in [0, 1] used as they are.")
 @click.option("--columns", default=None, help="Comma-separated columns to use (default: all).")
 @click.option("--drop", default=None, help="Comma-separated columns to leave out.")
+@click.option("--discrete", default=None, help="Comma-separated columns to model as discrete "
+              "(integer columns with few levels and categorical ones are detected).")
 @click.option("--marginals", type=click.Choice(["ecdf", "kde"]), default="ecdf", show_default=True)
-@click.option("--steps", type=click.IntRange(min=1), default=20000, show_default=True,
-              help="Training steps (cdc, reflection).")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="Training steps per network (default: planned from --budget).")
 @click.option("--time-limit", type=click.FloatRange(min=0), default=0.0, show_default=True,
-              help="Stop training after this many seconds (0 = run all --steps).")
+              help="Stop each network after this many seconds (0 = its share of --budget; none with --steps).")
 @click.option("--guide", type=click.Choice(["none", "gaussian"]), default="none", show_default=True,
-              help="CDC noise: N(0, I), or N(0, Sigma) of the training correlation.")
+              help="--copula cdc noise: N(0, I), or N(0, Sigma) of the training correlation.")
 @click.option("--hidden", type=Size(min=1, bytes=lambda h, p: 16.0 * h * h * (p.get("depth") or 1),
-                                    what="units per layer"), default=None, help="Network width [512].")
+                                    what="units per layer"), default=None,
+              help="Network width [planned].")
 @click.option("--depth", type=Size(min=1, bytes=lambda d, p: 16.0 * (p.get("hidden") or 1) ** 2 * d,
                                    what="layers"), default=None,
-              help="Residual blocks (cdc) [6] or hidden layers (reflection) [5].")
-@click.option("--lr", type=positive, default=None, help="Adam learning rate [cdc 5e-5, reflection 1e-4].")
+              help="Residual blocks (cdc) or hidden layers (reflection) [planned].")
+@click.option("--lr", type=positive, default=None, help="Adam learning rate [planned].")
 @click.option("--ties", type=click.Choice(["random", "average"]), default="random", show_default=True,
               help="Tied values in the pseudo-observations.")
 @click.option("--ridge", type=click.FloatRange(min=0), default=1e-5, show_default=True,
               help="Added to the correlation (Gaussian copula, guide, log Z proposal).")
+@click.option("--validation", type=click.FloatRange(0, 0.5), default=0.15, show_default=True,
+              help="Share of the training rows held out to choose the checkpoint and the candidate.")
+@click.option("--max-levels", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Integer columns with at most this many distinct values are discrete.")
 @click.option("--classes", type=click.IntRange(min=2), default=10, show_default=True)
 @click.option("--alpha", type=click.FloatRange(min=0), default=0.2, show_default=True,
               help="Weight of the cross-entropy against the denoising MSE.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="[cdc 1024, reflection 512]")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="[planned; reflection 512]")
 @click.option("--clip", type=positive, default=1.0, show_default=True, help="Gradient-norm clip.")
 @click.option("--ema", type=click.FloatRange(0, 1), default=0.999, show_default=True,
               help="EMA decay of the weights used for evaluation.")
-def fit(run, table, copula, columns, drop, marginals, steps, time_limit, guide, hidden, depth, lr,
-        ties, ridge, classes, alpha, batch_size, clip, ema):
+def fit(run, table, copula, budget, space, columns, drop, discrete, marginals, steps, time_limit, guide, hidden,
+        depth, lr, ties, ridge, validation, max_levels, classes, alpha, batch_size, clip, ema):
     """Fit marginals and a copula to a table -> copula-model."""
     from cortexkit.tools.copula.model import fit_model
 
-    x, names = _read_matrix(table, _names(columns) or None, drop)
+    if guide != "none" and copula != "cdc":
+        raise CortexError(f"--guide {guide} applies to --copula cdc (auto tries both guides itself)")
+    x, names, flags, types, levels = _read_typed(table, _names(columns) or None, drop, _names(discrete), max_levels)
+    if space == "cube":
+        if levels or any(flags):
+            raise CortexError("--input cube takes pseudo-observations in [0, 1]: leave out categorical "
+                              "and --discrete columns")
+        flags, types, marginals = [False] * len(names), ["float"] * len(names), "uniform"
     config = _fit_config(copula, marginals, ties, ridge, steps, time_limit, guide, classes, hidden,
                          depth, alpha, lr, batch_size, clip, ema)
+    config.budget, config.validation, config.steps_given = budget, validation, steps is not None
+    config.choose_threads = not run.config.get("threads")
+    config.given = {k: v for k, v in {"hidden": hidden, "depth": depth, "batch_size": batch_size, "lr": lr}.items() if v}
+    if any(flags):
+        run.info("discrete margins: " + ", ".join(f"{n} ({t})" for n, t, f in zip(names, types, flags) if f))
     model = fit_model(x, names, config, generator=run.torch_generator(), rng=run.numpy_rng(),
-                      device=run.device, progress=run.progress, log=run.detail, warn=run.warn)
-    run.info(f"fitted {copula} copula on {len(x)} rows x {len(names)} columns "
+                      device=run.device, progress=run.progress, log=run.detail, warn=run.warn,
+                      info=run.info, stopped=run.stopped, discrete=flags, column_types=types, levels=levels)
+    cands = model.info.get("candidates", {})
+    if cands:
+        def _one(name, v):
+            steps = (f" ({v['steps']} of {v['planned']} steps, {v['stop']}, best at {v.get('best_step')})"
+                     if "steps" in v else "")
+            return f"{name} {v['validation_ll']:.3f}{steps}"
+        run.info(f"validation LL (nats a row, {model.info['validation_rows']} rows): "
+                 + ", ".join(_one(k, v) for k, v in cands.items() if "validation_ll" in v)
+                 + f"; kept {model.info['chosen']}")
+    run.info(f"fitted {model.info.get('chosen', copula)} copula on {len(x)} rows x {len(names)} columns "
              f"in {model.fit_seconds:.1f} s")
     tensors, metadata = model.to_tensors()
     run.write_artifact(tensors, KIND_MODEL, metadata=metadata, version=str(MODEL_VERSION))
@@ -137,29 +267,35 @@ def fit(run, table, copula, columns, drop, marginals, steps, time_limit, guide, 
 
 input_option = click.option("--input", "space", type=click.Choice(SPACES), default="data", show_default=True,
                             help="What the table holds: data, pseudo-observations (cube) or z.")
-draws_option = click.option("--is-draws", type=click.IntRange(min=1000), default=1_000_000,
-                            show_default=True, help="Importance-sampling draws for log Z.")
+draws_option = click.option("--is-draws", type=click.IntRange(min=1000), default=200_000,
+                            show_default=True, help="Most importance-sampling draws for log Z (per proposal).")
+stderr_option = click.option("--is-stderr", type=click.FloatRange(min=0), default=0.005, show_default=True,
+                             help="Stop drawing once log Z's standard error is this small (0 = all --is-draws).")
+columns_option = click.option("--columns", default=None, help="Read these table columns as the model's, in order.")
 PROPOSAL_HELP = ("log Z proposal: issue = 0.5 N(0, R) + 0.5 N(0, I); samples = a Gaussian mixture fitted "
                  "to the CDC's own samples (inflated) plus the issue's two components as a defensive part")
 
 
-@verb(group, "score", output="artifact", torch_options=True, advanced=("is_draws",))
+@verb(group, "score", output="artifact", torch_options=True, advanced=("is_draws", "is_stderr"))
 @click.argument("model", metavar="MODEL")
 @click.argument("table", metavar="TABLE|-")
 @input_option
+@columns_option
 @click.option("--density", type=click.Choice(["copula", "data"]), default="copula", show_default=True,
               help="log c(u) only, or also the marginals' log density (data space).")
 @click.option("--normalise", is_flag=True, help="Subtract log Z estimated by importance sampling (cdc).")
 @draws_option
+@stderr_option
 @click.option("--proposal", type=click.Choice(["issue", "samples"]), default="issue", show_default=True,
               help=PROPOSAL_HELP + ".")
-def score(run, model, table, space, density, normalise, is_draws, proposal):
+def score(run, model, table, space, columns, density, normalise, is_draws, is_stderr, proposal):
     """Per-row log copula density (and data-space log density) -> table."""
     import numpy as np
 
-    loaded, x = _model_rows(run, model, table)
+    loaded, x = _model_rows(run, model, table, _names(columns) or None, space)
     out = loaded.score(x, space, density == "data")   # the rows are checked before the IS below
-    log_z = loaded.log_z(is_draws, run.numpy_rng(1), run.progress, proposal) if normalise else None
+    log_z = (loaded.log_z(is_draws, run.numpy_rng(1), run.progress, proposal, target_stderr=is_stderr)
+             if normalise else None)
     if loaded.copula == "cdc" and not normalise:
         run.warn("log_copula is the CDC's raw classifier ratio (unnormalised); add --normalise")
     if log_z is not None:
@@ -176,7 +312,8 @@ def score(run, model, table, space, density, normalise, is_draws, proposal):
     meta = {"copula.normalised": str(bool(normalise or loaded.copula != "cdc")).lower()}
     if log_z is not None:
         meta.update({"copula.log_z": repr(log_z.log_z), "copula.ess_fraction": repr(log_z.ess_fraction),
-                     "copula.log_z_proposal": log_z.proposal})
+                     "copula.log_z_proposal": log_z.proposal, "copula.log_z_stderr": repr(log_z.stderr),
+                     "copula.is_draws": str(log_z.draws)})
     _write_columns(run, out, meta)
 
 
@@ -191,11 +328,14 @@ def score(run, model, table, space, density, normalise, is_draws, proposal):
 def sample(run, model, count, space, precision):
     """Draw rows from a fitted copula -> table with the model's column names."""
     loaded = _load(run, model)
+    _threads(run, loaded)
     if precision != "fp32" and loaded.copula != "reflection":
         raise CortexError(f"--precision {precision} applies to the reflection copula only "
                           f"({model} is {loaded.copula})")
     rows = loaded.sample(count, run.torch_generator(), space, precision)
-    _write_columns(run, dict(zip(loaded.columns, rows.T)), {"copula.space": space})
+    typed = space == "data"   # data space: integer and categorical columns come back as they went in
+    _write_columns(run, dict(zip(loaded.columns, rows.T)), {"copula.space": space},
+                   loaded.column_types if typed else None, loaded.levels)
 
 
 @verb(group, "transform", output="artifact")
@@ -206,32 +346,32 @@ def sample(run, model, count, space, precision):
 def transform(run, model, table, source, target):
     """Map rows between data, pseudo-observations (cube) and the Gaussian scale -> table."""
     loaded = _load(run, model)
-    x, _ = _read_matrix(table, loaded.columns)
+    x = _model_matrix(table, loaded) if source == "data" else _read_matrix(table, loaded.columns)[0]
     rows = loaded.to_space(x, source, target)
-    _write_columns(run, dict(zip(loaded.columns, rows.T)), {"copula.space": target})
+    _write_columns(run, dict(zip(loaded.columns, rows.T)), {"copula.space": target},
+                   loaded.column_types if target == "data" else None, loaded.levels)
 
 
-@verb(group, "evaluate", output="report", torch_options=True, advanced=("is_draws",))
+@verb(group, "evaluate", output="report", torch_options=True, advanced=("is_draws", "is_stderr"))
 @click.argument("model", metavar="MODEL")
 @click.argument("table", metavar="TABLE|-")
 @input_option
-@click.option("--columns", default=None, help="Read these table columns as the model's, in order.")
+@columns_option
 @click.option("--samples", type=click.IntRange(min=10), default=2000, show_default=True,
               help="Samples for W2, Kendall tau and KS (at most the test rows: equal sizes).")
 @draws_option
+@stderr_option
 @click.option("--proposal", type=click.Choice(["both", "issue", "samples"]), default="both", show_default=True,
               help=PROPOSAL_HELP + "; both reports each (the issue's gives ll / log_z / ess, the other "
                    "is under log_z_by_proposal).")
-def evaluate(run, model, table, space, columns, samples, is_draws, proposal):
+def evaluate(run, model, table, space, columns, samples, is_draws, is_stderr, proposal):
     """Held-out normalised LL (log Z, ESS), W2, Kendall-tau error, KS, times -> YAML."""
     from cortexkit.tools.copula.model import EvalConfig, evaluate_model
 
-    loaded = _load(run, model)
-    x, _ = _read_matrix(table, _names(columns) or loaded.columns)
-    if x.shape[1] != loaded.dim:
-        raise CortexError(f"--columns names {x.shape[1]} columns, the model has {loaded.dim}")
+    loaded, x = _model_rows(run, model, table, _names(columns) or None, space)
     proposals = ("issue", "samples") if proposal == "both" else (proposal,)
-    report = evaluate_model(loaded, x, EvalConfig(is_draws, samples, proposals), generator=run.torch_generator(1),
+    config = EvalConfig(is_draws, samples, proposals, target_stderr=is_stderr)
+    report = evaluate_model(loaded, x, config, generator=run.torch_generator(1),
                             rng=run.numpy_rng(2), space=space, progress=run.progress)
     if "warning" in report:
         run.warn(report["warning"])

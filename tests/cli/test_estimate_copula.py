@@ -38,7 +38,7 @@ def test_simulate_fit_evaluate_pipeline_gaussian_copula_is_exact(sh, tmp_path):
 def test_cdc_pipeline_with_samples_to_csv_through_convert(sh, tmp_path):
     """A CDC fit in a pipe, then sample --space data | cortexkit convert - out.csv (two tools)."""
     proc = sh(f"cortexkit {TOOL} simulate --copula clayton:theta=3 -d 2 -n 3000 --seed 1 --margins normal "
-              f"| cortexkit {TOOL} fit - --steps 60 {' '.join(SMALL)} -o c.st && "
+              f"| cortexkit {TOOL} fit - --copula cdc --steps 60 {' '.join(SMALL)} -o c.st && "
               f"cortexkit {TOOL} sample c.st -n 200 --space data --seed 3 | cortexkit convert - out.csv && "
               f"cortexkit {TOOL} simulate --copula clayton:theta=3 -d 2 -n 500 --seed 2 --margins normal -o t.st && "
               f"cortexkit {TOOL} evaluate c.st t.st --samples 300 --is-draws 20000 -o rep.yaml",
@@ -67,7 +67,7 @@ def test_fit_is_reproducible_and_score_transform_agree(cli, tmp_path):
                "--margins", "normal", "-o", "d.st", cwd=tmp_path).returncode == 0
     for name in ("a", "b"):   # same command line (it is stored in the file) in two folders
         (tmp_path / name).mkdir()
-        proc = cli(TOOL, "fit", "../d.st", "--steps", "20", *SMALL, "--seed", "7", "-o", "m.st",
+        proc = cli(TOOL, "fit", "../d.st", "--copula", "cdc", "--steps", "20", *SMALL, "--seed", "7", "-o", "m.st",
                    cwd=tmp_path / name)
         assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "a" / "m.st").read_bytes() == (tmp_path / "b" / "m.st").read_bytes()
@@ -105,7 +105,7 @@ def test_reflection_samples_and_has_no_density(cli, tmp_path, one_line_error):
 def test_man_page_simulate_examples_run_shrunk(sh, tmp_path):
     """The man page's first EXAMPLES block, with -n 16000/4000 shrunk to 2000/500 and --steps 30."""
     proc = sh(f"cortexkit {TOOL} simulate --copula clayton:theta=3 -d 2 -n 2000 --seed 1 "
-              f"| cortexkit {TOOL} fit - --steps 30 {' '.join(SMALL)} -o clayton.st && "
+              f"| cortexkit {TOOL} fit - --copula cdc --steps 30 {' '.join(SMALL)} -o clayton.st && "
               f"cortexkit {TOOL} simulate --copula clayton:theta=3 -d 2 -n 500 --seed 2 --log-density -o test.st && "
               f"cortexkit {TOOL} evaluate clayton.st test.st --columns x1,x2 --is-draws 5000 --samples 200",
               cwd=tmp_path)

@@ -94,25 +94,39 @@ def sample_proposal(z_samples: np.ndarray, corr: np.ndarray, rng: np.random.Gene
 
 def importance_log_z(log_c_z: Callable[[np.ndarray], np.ndarray], corr: np.ndarray, draws: int,
                      rng: np.random.Generator, chunk: int = 65536,
-                     progress: Callable | None = None, proposal: Proposal | None = None) -> LogZ:
-    """log Z of exp(log_c_z(z)) prod phi(z_j) over R^d from ``draws`` of ``proposal`` (default the
-    issue's 0.5 N(0, corr) + 0.5 N(0, I))."""
+                     progress: Callable | None = None, proposal: Proposal | None = None,
+                     target_stderr: float = 0.0) -> LogZ:
+    """log Z of exp(log_c_z(z)) prod phi(z_j) over R^d from at most ``draws`` of ``proposal``
+    (default the issue's 0.5 N(0, corr) + 0.5 N(0, I)), drawn ``chunk`` at a time and stopping
+    early, after at least two chunks, once the standard error of log Z is at most ``target_stderr``
+    (0: draw them all). The draws used are in ``LogZ.draws``."""
     q = proposal or issue_proposal(corr)
     d = len(corr)
-    logw = []
+    logw: list[np.ndarray] = []
+    chunk = min(chunk, draws)
     chunks = range(0, draws, chunk)
+    done = 0
     for start in (progress(chunks, desc=f"log Z ({q.name})") if progress else chunks):
         z = q.sample(min(chunk, draws - start), rng)
         log_std = -0.5 * (z * z).sum(1) - 0.5 * d * np.log(2 * np.pi)
         logw.append(log_c_z(z) + log_std - q.log_pdf(z))
-    lw = np.concatenate(logw)
+        done += len(z)
+        if target_stderr > 0 and len(logw) >= 2 and _estimate(np.concatenate(logw))[4] <= target_stderr:
+            break
+    log_z, ess, frac, used, stderr = _estimate(np.concatenate(logw))
+    return LogZ(log_z, ess, frac, used, stderr, q.name)
+
+
+def _estimate(lw: np.ndarray) -> tuple[float, float, float, int, float]:
+    """(log Z, ESS, ESS fraction, draws, delta-method SE of log Z) of (draws,) log weights."""
+    draws = len(lw)
     lw = np.where(np.isfinite(lw), lw, -np.inf)
     log_z = special.logsumexp(lw) - np.log(draws)
     w = np.exp(lw - lw.max())
     ess = float(w.sum() ** 2 / (w ** 2).sum())
     rel = np.exp(lw - log_z)
     stderr = float(rel.std() / np.sqrt(draws))
-    return LogZ(float(log_z), ess, ess / draws, draws, stderr, q.name)
+    return float(log_z), ess, ess / draws, draws, stderr
 
 
 def w2_gaussian(z_a: np.ndarray, z_b: np.ndarray) -> float:

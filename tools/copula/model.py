@@ -13,19 +13,32 @@ import torch
 
 from cortexkit.tools.copula import marginals as mg
 from cortexkit.tools.copula import metrics
-from cortexkit.tools.copula.cdc import CDC, CDCConfig, fit_cdc, guide_correlation
+from cortexkit.tools.copula.cdc import CDC, CDCConfig, fit_cdc, guide_correlation, plan_cdc
 from cortexkit.tools.copula.reflection import Reflection, ReflectionConfig, fit_reflection
 
-COPULAS = ("cdc", "reflection", "gaussian", "independence")
+COPULAS = ("auto", "cdc", "reflection", "gaussian", "independence")
+COLUMN_TYPES = ("float", "int", "categorical")
 SPACES = ("data", "cube", "gaussian")
 
 
 @dataclass
 class FitConfig:
-    copula: str = "cdc"
-    marginals: str = "ecdf"        # ecdf | kde
+    """How to fit. ``copula`` auto fits the CDC, the Gaussian-guided CDC and the Gaussian copula
+    and keeps the best by validation log-likelihood. ``budget`` (seconds) sizes the training:
+    unless ``steps_given``, each CDC candidate gets an equal share of it and its steps come from a
+    timing probe (``cdc.plan_cdc``); ``given`` holds the network settings the user fixed."""
+
+    copula: str = "auto"
+    marginals: str = "ecdf"        # ecdf | kde | uniform (rows already pseudo-observations)
     ties: str = "random"           # random | average
     ridge: float = 1e-5
+    budget: float = 240.0          # seconds of training, all candidates together
+    validation: float = 0.15       # share of the training rows held out for checkpoints and choice
+    steps_given: bool = False      # cdc/reflection steps fixed by the user (no planning of steps)
+    given: dict = field(default_factory=dict)   # hidden / depth / batch_size / lr fixed by the user
+    is_draws: int = 100_000        # cap of the validation log Z importance sampling
+    is_stderr: float = 0.01        # ... which stops earlier at this standard error of log Z
+    choose_threads: bool = False   # the timing probe may drop torch to one thread (--threads not given)
     cdc: CDCConfig = field(default_factory=CDCConfig)
     reflection: ReflectionConfig = field(default_factory=ReflectionConfig)
 
@@ -43,6 +56,12 @@ class CopulaModel:
     reflection: Reflection | None = None
     info: dict = field(default_factory=dict)
     fit_seconds: float | None = None
+    column_types: list[str] | None = None     # float | int | categorical, for sample --space data
+    levels: dict = field(default_factory=dict)  # categorical column -> its level names (codes index)
+
+    def __post_init__(self):
+        if self.column_types is None:
+            self.column_types = ["float"] * len(self.columns)
 
     @property
     def dim(self) -> int:
@@ -79,17 +98,14 @@ class CopulaModel:
         if self.copula == "independence":
             return np.zeros(len(z))
         if self.copula == "gaussian":
-            R = self.gaussian_corr()
-            inv = np.linalg.inv(R)
-            _, logdet = np.linalg.slogdet(R)
-            quad = np.einsum("ij,jk,ik->i", z, inv, z) - (z * z).sum(1)
-            return -0.5 * quad - 0.5 * logdet
+            return gaussian_log_copula(z, self.gaussian_corr())
         if self.copula == "cdc":
             return self.cdc.log_density_z(z)
         raise ValueError("the reflection copula has no density (it samples only); fit --copula cdc")
 
     def log_z(self, draws: int, rng: np.random.Generator, progress: Callable | None = None,
-              proposal: str = "issue", proposal_samples: int = 20000) -> metrics.LogZ:
+              proposal: str = "issue", proposal_samples: int = 20000,
+              target_stderr: float = 0.0) -> metrics.LogZ:
         """log of the normalising constant (exactly 0 for the closed forms; IS for the CDC) with the
         issue's proposal or one fitted to ``proposal_samples`` of the model's own samples."""
         if self.copula != "cdc":
@@ -102,7 +118,7 @@ class CopulaModel:
         elif proposal != "issue":
             raise ValueError(f"unknown proposal {proposal!r} (issue or samples)")
         return metrics.importance_log_z(self.log_copula_z, self.gaussian_corr(), draws, rng,
-                                        progress=progress, proposal=q)
+                                        progress=progress, proposal=q, target_stderr=target_stderr)
 
     def score(self, x: np.ndarray, space: str = "data", data_density: bool = False,
               log_z: float = 0.0) -> dict[str, np.ndarray]:
@@ -153,10 +169,12 @@ class CopulaModel:
         knots_u = np.concatenate(self.marginals.knots_u)
         sizes = np.array([len(k) for k in self.marginals.knots_x], dtype=np.int64)
         tensors = {"marginals.knots_x": torch.from_numpy(knots_x), "marginals.knots_u": torch.from_numpy(knots_u),
-                   "marginals.sizes": torch.from_numpy(sizes), "corr": torch.from_numpy(self.corr.copy())}
+                   "marginals.sizes": torch.from_numpy(sizes), "corr": torch.from_numpy(self.corr.copy()),
+                   "marginals.discrete": torch.tensor([int(b) for b in self.marginals.discrete], dtype=torch.int8)}
         meta = {"copula.columns": self.columns, "copula.copula": self.copula, "copula.ridge": self.ridge,
                 "copula.marginals": self.marginals.kind, "copula.n_train": self.marginals.n,
-                "copula.info": self.info}
+                "copula.info": self.info, "copula.column_types": self.column_types,
+                "copula.levels": self.levels}
         if self.cdc is not None:
             tensors.update(self.cdc.state())
             meta["copula.cdc"] = self.cdc.describe()
@@ -172,12 +190,15 @@ class CopulaModel:
         cuts = np.cumsum([0] + sizes)
         kx = np.asarray(tensors["marginals.knots_x"], dtype=np.float64)
         ku = np.asarray(tensors["marginals.knots_u"], dtype=np.float64)
+        discrete = (np.asarray(tensors["marginals.discrete"]).astype(bool).tolist()
+                    if "marginals.discrete" in tensors else None)   # version 1: all continuous
         marg = mg.Marginals(meta("copula.marginals"), int(meta("copula.n_train")),
                             [kx[a:b] for a, b in zip(cuts[:-1], cuts[1:])],
-                            [ku[a:b] for a, b in zip(cuts[:-1], cuts[1:])])
+                            [ku[a:b] for a, b in zip(cuts[:-1], cuts[1:])], discrete)
         corr = np.asarray(tensors["corr"], dtype=np.float64)
         model = cls(list(meta("copula.columns")), marg, corr, meta("copula.copula"),
-                    float(meta("copula.ridge")), info=meta("copula.info") or {})
+                    float(meta("copula.ridge")), info=meta("copula.info") or {},
+                    column_types=meta("copula.column_types"), levels=meta("copula.levels") or {})
         state = {k: torch.as_tensor(np.asarray(v)) for k, v in tensors.items()}
         if model.copula == "cdc":
             model.cdc = CDC(model.dim, CDCConfig(**meta("copula.cdc")), corr, device)
@@ -232,30 +253,145 @@ def check_training_data(x: np.ndarray, columns: list[str], warn: Callable[[str],
              "and its likelihood depends on the ridge and clipping; consider --drop")
 
 
+def gaussian_log_copula(z: np.ndarray, corr: np.ndarray) -> np.ndarray:
+    """(rows,) log c of the Gaussian copula with correlation (d, d) ``corr`` at (rows, d) z."""
+    inv = np.linalg.inv(corr)
+    _, logdet = np.linalg.slogdet(corr)
+    quad = np.einsum("ij,jk,ik->i", z, inv, z) - (z * z).sum(1)
+    return -0.5 * quad - 0.5 * logdet
+
+
+def validation_split(n: int, d: int, share: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(fit rows, validation rows) indices of n training rows; no validation rows when ``share``
+    is 0 or too few rows would remain (at least 10 held out, max(10, d + 2) kept)."""
+    n_val = max(10, int(round(share * n))) if share > 0 else 0
+    if n_val == 0 or n - n_val < max(10, d + 2):
+        return np.arange(n), np.arange(0)
+    perm = rng.permutation(n)
+    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+
+def candidates_for(config: FitConfig) -> list[str]:
+    if config.copula == "auto":
+        return ["cdc", "cdc-guided", "gaussian"]
+    if config.copula == "cdc":
+        return ["cdc-guided" if config.cdc.guide == "gaussian" else "cdc"]
+    return [config.copula]
+
+
 def fit_model(x: np.ndarray, columns: list[str], config: FitConfig, *, generator: torch.Generator,
               rng: np.random.Generator, device="cpu", progress: Callable | None = None,
               log: Callable[[str], None] | None = None,
-              warn: Callable[[str], None] = lambda m: None) -> CopulaModel:
-    """Fit marginals on the (n, d) training data x and a copula on its pseudo-observations."""
+              warn: Callable[[str], None] = lambda m: None,
+              info: Callable[[str], None] = lambda m: None,
+              stopped: Callable[..., object] | None = None,
+              discrete: list[bool] | None = None, column_types: list[str] | None = None,
+              levels: dict | None = None) -> CopulaModel:
+    """Fit marginals on the (n, d) training data x and a copula on its pseudo-observations.
+
+    The copula is fitted on a split of the training rows and the rest (``config.validation``)
+    chooses the CDC's checkpoint and, for ``auto``, the candidate: every candidate's normalised
+    validation log-likelihood (the CDC's with log Z by importance sampling) is stored in
+    ``info['candidates']`` beside the Gaussian copula's, and a method that loses to the Gaussian
+    copula is warned about. ``stopped(stage, ran, planned, unit, reason, **figures)`` is called
+    once per trained network."""
+    if config.marginals == "uniform":
+        check_cube(x, columns)
     check_training_data(x, columns, warn)
     start = time.perf_counter()
-    marg = mg.fit_kde(x) if config.marginals == "kde" else mg.fit_ecdf(x)
-    u = marg.cdf(x) if config.marginals == "kde" else mg.pseudo_observations(x, config.ties, rng)
+    n, d = x.shape
+    marg = mg.fit_marginals(x, config.marginals, discrete)
+    u = mg.training_u(marg, x, config.ties, rng)
     z = mg.to_gaussian(u)
-    corr = np.corrcoef(z, rowvar=False)
-    model = CopulaModel(list(columns), marg, corr, config.copula, config.ridge)
-    if config.copula == "cdc":
-        model.cdc = fit_cdc(z, config.cdc, generator=generator, corr=corr, device=device,
-                            progress=progress, log=log)
-        model.info["steps"] = model.cdc.steps_done
-    elif config.copula == "reflection":
-        model.reflection = fit_reflection(u, config.reflection, generator=generator, device=device,
-                                          progress=progress, log=log)
-        model.info["steps"] = model.reflection.steps_done
-    eig = np.linalg.eigvalsh(corr)
+    corr_all = np.corrcoef(z, rowvar=False)
+    names = candidates_for(config)
+    trained = [c for c in names if c.startswith("cdc")]
+    split_rng = np.random.default_rng(int(rng.integers(2**63 - 1)))
+    fit_idx, val_idx = (validation_split(n, d, config.validation, split_rng) if trained
+                        else (np.arange(n), np.arange(0)))
+    z_fit, z_val = z[fit_idx], z[val_idx]
+    corr_fit = np.corrcoef(z_fit, rowvar=False)
+    record: dict = {"validation_rows": int(len(val_idx)), "fit_rows": int(len(fit_idx))}
+    figures: dict = {}
+    if len(val_idx):
+        g_ll = float(gaussian_log_copula(z_val, guide_correlation(corr_fit, config.ridge)).mean())
+        figures["gaussian"] = {"validation_ll": g_ll}
+    elif trained and config.copula == "auto":
+        warn(f"{n} rows leave too few to validate a CDC: fitted the Gaussian copula")
+        names, trained = ["gaussian"], []
+    models: dict = {}
+    if config.copula == "reflection":
+        refl_cfg = config.reflection
+        if not config.steps_given:
+            refl_cfg = ReflectionConfig(**{**asdict(refl_cfg), "steps": 100_000, "time_limit": config.budget})
+        models["reflection"] = fit_reflection(u, refl_cfg, generator=generator, device=device,
+                                              progress=progress, log=log)
+        done = models["reflection"].steps_done
+        if stopped:
+            stopped("fit reflection", done, refl_cfg.steps, "steps",
+                    "completed" if done >= refl_cfg.steps else "time-limit")
+        record["steps"] = done
+    if trained:
+        share = config.budget / len(trained)
+        plan = plan_cdc(len(fit_idx), d, 0.8 * share, config.cdc, given=config.given, device=device,
+                        choose_threads=config.choose_threads)
+        steps = config.cdc.steps if config.steps_given else plan.steps
+        time_limit = config.cdc.time_limit or (0.0 if config.steps_given else share)
+        # the probe's seconds a step are printed, not stored: one seed, one file
+        record["plan"] = {**plan.describe(), "steps": steps, "time_limit": time_limit,
+                          "candidates": len(trained)}
+        record["plan"].pop("seconds_per_step")
+        record["plan"].pop("threads")
+        info(f"plan: {len(trained)} CDC candidate(s) x {steps} steps, width {plan.hidden}, depth "
+             f"{plan.depth}, batch {plan.batch_size}, lr {plan.lr:g} ({1000 * plan.seconds_per_step:.0f} ms "
+             f"a step here on {plan.threads} thread(s); budget {config.budget:g} s" + (", steps given" if config.steps_given else "") + ")")
+        for name in trained:
+            cfg = CDCConfig(**{**asdict(config.cdc), "hidden": plan.hidden, "depth": plan.depth,
+                               "batch_size": plan.batch_size, "lr": plan.lr, "steps": steps,
+                               "time_limit": time_limit,
+                               "guide": "gaussian" if name == "cdc-guided" else "none"})
+            cdc = fit_cdc(z_fit, cfg, generator=generator, corr=corr_fit, device=device, progress=progress,
+                          log=log, z_val=z_val if len(val_idx) else None, desc=f"fit {name}")
+            entry = {"steps": cdc.record.steps_done, "planned": cdc.record.steps_planned,
+                     "stop": cdc.record.reason, **({"best_step": cdc.record.best_step,
+                                                    "best_validation_loss": cdc.record.best_val_loss}
+                                                   if cdc.record.best_step is not None else {})}
+            if len(val_idx):
+                trial = CopulaModel(list(columns), marg, corr_fit, "cdc", config.ridge, cdc=cdc)
+                lz = trial.log_z(config.is_draws, np.random.default_rng(int(rng.integers(2**63 - 1))),
+                                 None, "samples", proposal_samples=5000, target_stderr=config.is_stderr)
+                raw = float(cdc.log_density_z(z_val).mean())
+                entry.update({"validation_ll": raw - lz.log_z, "validation_ll_raw": raw, "log_z": lz.log_z,
+                              "log_z_stderr": lz.stderr, "ess_fraction": lz.ess_fraction,
+                              "is_draws": lz.draws, "trusted": lz.trusted})
+            figures[name], models[name] = entry, cdc
+            if stopped:
+                stopped(f"fit {name}", cdc.record.steps_done, cdc.record.steps_planned, "steps",
+                        cdc.record.reason, **{k: entry[k] for k in ("best_step", "validation_ll") if k in entry})
+    # choose: the best validation LL among the candidates asked for
+    scored = {k: v["validation_ll"] for k, v in figures.items() if k in names and "validation_ll" in v}
+    chosen = max(scored, key=scored.get) if (config.copula == "auto" and scored) else names[0]
+    if chosen.startswith("cdc"):
+        model = CopulaModel(list(columns), marg, corr_fit, "cdc", config.ridge, cdc=models[chosen])
+        record["steps"] = models[chosen].steps_done
+    else:
+        model = CopulaModel(list(columns), marg, corr_all, chosen, config.ridge,
+                            reflection=models.get("reflection"))
+    if "gaussian" in figures and chosen in figures and "validation_ll" in figures[chosen]:
+        mine, base = figures[chosen]["validation_ll"], figures["gaussian"]["validation_ll"]
+        if chosen != "gaussian" and mine < base:
+            warn(f"the {chosen} copula scores {mine:.3f} nats a row on the {len(val_idx)} validation rows, "
+                 f"below the Gaussian copula's {base:.3f}: fit --copula auto (or gaussian) keeps the better")
+        if chosen.startswith("cdc") and not figures[chosen].get("trusted", True):
+            warn(f"the {chosen} validation log Z has ESS {100 * figures[chosen]['ess_fraction']:.2g} % (< 1 %): "
+                 "its validation LL (and the choice) is unverified")
+    record.update({"candidates": figures, "chosen": chosen, "copula_asked": config.copula})
+    model.info.update(record)
+    model.column_types = list(column_types) if column_types else ["float"] * d
+    model.levels = dict(levels or {})
+    eig = np.linalg.eigvalsh(model.corr)
     model.fit_seconds = time.perf_counter() - start   # not in the artifact: same seed, same bytes
-    model.info.update({"min_eigenvalue_corr": float(eig.min()),
-                       "train_rows": int(len(x))})
+    model.info.update({"min_eigenvalue_corr": float(eig.min()), "train_rows": int(n)})
     return model
 
 
@@ -267,6 +403,7 @@ class EvalConfig:
     samples: int = 2000
     proposals: tuple = ("issue", "samples")   # log Z proposals; the first gives ll / log_z / ess
     proposal_samples: int = 20000
+    target_stderr: float = 0.0                # stop IS early at this standard error of log Z
 
 
 def evaluate_model(model: CopulaModel, x: np.ndarray, config: EvalConfig, *, generator: torch.Generator,
@@ -290,9 +427,11 @@ def evaluate_model(model: CopulaModel, x: np.ndarray, config: EvalConfig, *, gen
         rep["ll_raw"] = float(raw.mean())
         rep["log_z_by_proposal"] = {}
         for name in config.proposals:
-            lz = model.log_z(config.is_draws, rng, progress, name, config.proposal_samples)
+            lz = model.log_z(config.is_draws, rng, progress, name, config.proposal_samples,
+                             target_stderr=config.target_stderr)
             entry = {"log_z": lz.log_z, "log_z_stderr": lz.stderr, "ess": lz.ess,
-                     "ess_fraction": lz.ess_fraction, "is_draws": lz.draws,
+                     "ess_fraction": lz.ess_fraction, "is_draws": lz.draws, "is_draws_cap": config.is_draws,
+                     "is_stderr_target": config.target_stderr,
                      "ll": float(raw.mean()) - lz.log_z, "ll_trusted": lz.trusted}
             rep["log_z_by_proposal"][lz.proposal] = entry
             if "ll" not in rep:   # the first proposal asked for gives the headline figures

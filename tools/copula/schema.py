@@ -32,10 +32,10 @@ def _check(artifact, sizes) -> None:
 
 
 MODEL = Schema(
-    "copula-model", version=1,
+    "copula-model", version=2,
     metadata=("copula.columns", "copula.copula", "copula.marginals", "copula.n_train"),
     json_metadata=("copula.columns", "copula.copula", "copula.info", "copula.cdc",
-                   "copula.reflection"),
+                   "copula.reflection", "copula.column_types", "copula.levels"),
     tensors=(Tensor("marginals.sizes", "int", ("d",), min=1),
              Tensor("marginals.knots_x", "float", ("K",), finite=True),
              Tensor("marginals.knots_u", "float", ("K",), finite=True, min=0),

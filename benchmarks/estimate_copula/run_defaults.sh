@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# issue 32: the tool at its defaults (fit --copula auto --budget 240, evaluate's adaptive IS) against
+# the Gaussian copula and the TLL vine, one run per block; shared, loaded 2-core machine.
+set -u
+D=benchmarks/estimate_copula/defaults.py
+R=benchmarks/estimate_copula/results
+case "${1:-a}" in
+a) python $D --tables magic --seeds 0 --out $R/defaults_magic.yaml ;;
+b) python $D --tables wine,diabetes,breast_cancer --seeds 0,1,2 --out $R/defaults_small.yaml ;;
+c) python $D --tables drybean13 --seeds 0 --out $R/defaults_drybean13.yaml ;;
+d) python $D --tables magic --seeds 1,2 --out $R/defaults_magic_seeds12.yaml ;;
+esac
