@@ -215,7 +215,7 @@ def _speed(run, verb_name, windows, started, model_seconds):
 @verb(group, "train", output="artifact", torch_options=True,
       advanced=ADVANCED_RECORDING + ("stem", "min_lr", "weight_decay", "warmup_epochs", "amp",
                                      "no_contrastive", "codebooks", "patches", "max_windows",
-                                     "validation_share"))
+                                     "validation_share", "kmeans_init", "dead_code_threshold"))
 @click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
 @click.option("--channels", default="standard-1020", show_default=True, metavar="standard-1020|A,B,..",
               help="Montage, in order (missing channels are an error).")
@@ -223,21 +223,22 @@ def _speed(run, verb_name, windows, started, model_seconds):
               help="Notch frequency (Hz).")
 @click.option("--patches", type=click.IntRange(min=2), default=30, show_default=True,
               help="Patches of 200 samples (1 s) per window.")
-@click.option("--preset", type=click.Choice(["base", "small", "tiny"]), default="base",
-              show_default=True, help="Encoder size: base = the paper's 12 x 200; small, tiny for CPU.")
-@click.option("--codebook-size", type=click.IntRange(min=2), default=4096, show_default=True,
-              help="Codes per codebook (use 256-1024 on small data).")
-@click.option("--kmeans-init", is_flag=True,
-              help="Initialise codebooks by cosine k-means on the first batch (recommended on small data).")
-@click.option("--dead-code-threshold", type=click.FloatRange(min=0), default=0.0, show_default=True,
-              help="Restart codes whose EMA usage falls below this (1 recommended on small data; 0 = off).")
+@click.option("--preset", type=click.Choice(["auto", "base", "small", "tiny"]), default="auto",
+              show_default=True,
+              help="Encoder size: base = the paper's 12 x 200; small, tiny; auto: from data and device.")
+@click.option("--codebook-size", default="auto", show_default=True, metavar="auto|N",
+              help="Codes per codebook; auto: training patches / 16 as a power of two, 256..4096.")
+@click.option("--kmeans-init/--no-kmeans-init", default=True, show_default=True,
+              help="Initialise codebooks by cosine k-means on the first batch (the paper: off).")
+@click.option("--dead-code-threshold", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="Restart codes whose EMA usage falls below this (0 = off, the paper's).")
 @click.option("--codebooks", type=click.Choice(["dual", "frequency"]), default="dual", show_default=True,
               help="dual = TFDual; frequency = one frequency codebook (LaBraM's design, the ablation).")
 @click.option("--stem", type=click.Choice(["time+freq-sum", "time"]), default="time+freq-sum",
               show_default=True, help="Patch embedding: conv stem plus linear |rfft|, or conv only.")
 @click.option("--epochs", type=click.IntRange(min=1), default=20, show_default=True, help="Epochs.")
-@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=1e-4, show_default=True,
-              help="Peak learning rate (AdamW).")
+@click.option("--lr", default="auto", show_default=True, metavar="auto|LR",
+              help="Peak learning rate (AdamW); auto: 1e-3 for tiny, the paper's 1e-4 otherwise.")
 @click.option("--min-lr", type=click.FloatRange(min=0), default=1e-5, show_default=True,
               help="Final learning rate of the cosine schedule.")
 @click.option("--weight-decay", type=click.FloatRange(min=0), default=1e-4, show_default=True,
@@ -257,6 +258,8 @@ def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, 
               no_contrastive, amp, max_windows, validation_share, **reading):
     """Train a tokenizer on recordings -> eeg-tokenizer artifact."""
     _check_output(run)
+    codebook_size = _auto_number(codebook_size, "--codebook-size", int, 2)
+    lr = _auto_number(lr, "--lr", float, 0.0)
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg import api
     from cortexkit.tools.eeg.model import config_from_preset
@@ -266,6 +269,7 @@ def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, 
                              mains=None if mains == "none" else float(mains))
     windows = _Windows(run, prep, patches, **reading)
     x, high = _training_windows(run, recordings, windows, max_windows)
+    preset, codebook_size, lr = _auto(run, x, preset, codebook_size, lr)
     model_config = config_from_preset(preset, channels=len(prep.channels), max_patches=patches,
                                       codebook_size=codebook_size, kmeans_init=kmeans_init,
                                       dead_code_threshold=dead_code_threshold, codebooks=codebooks,
@@ -288,6 +292,42 @@ def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, 
         "eeg.training": {**train_config.to_dict(), "windows": len(x), "high_amplitude_share": high,
                          "window_cut": windows.describe(), "last_epoch": last},
         "eeg.history": history})
+
+
+def _auto_number(text, option, kind, low):
+    """'auto' or a number >= low (checked before any work), for --codebook-size and --lr."""
+    from cortexkit.formats.errors import CortexError
+
+    if str(text).strip().lower() == "auto":
+        return "auto"
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not value >= low or (kind is float and value == 0):
+        raise CortexError(f"{option} {text!r}: give auto or "
+                          + ("a positive number" if kind is float else f"an integer >= {low}"))
+    return value
+
+
+def _auto(run, x, preset, codebook_size, lr):
+    """Resolve --preset/--codebook-size/--lr auto from the training patches and the device."""
+    from cortexkit.tools.eeg.model import PRESET_LR, auto_codebook_size, auto_preset
+
+    patches = int(x.shape[0] * x.shape[1] * x.shape[2])
+    chosen = []
+    if preset == "auto":
+        preset = auto_preset(patches, run.device.type)
+        chosen.append(f"preset {preset}")
+    if codebook_size == "auto":
+        codebook_size = auto_codebook_size(patches)
+        chosen.append(f"codebook size {codebook_size}")
+    if lr == "auto":
+        lr = PRESET_LR[preset]
+        chosen.append(f"lr {lr:g}")
+    if chosen:
+        run.info(f"auto ({patches} training patches, {run.device.type}): {', '.join(chosen)}")
+    return preset, codebook_size, lr
 
 
 def _floor_check(run, model, x, validation_x):
