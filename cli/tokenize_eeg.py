@@ -30,8 +30,22 @@ recording_options = option_set(
                  help="Channel names of array recordings, in row order."),
     click.option("--units", type=click.Choice(["uV", "mV", "V", "nV"]), default=None,
                  help="Units of array recordings (default uV) or of EDF channels with unknown units."),
+    click.option("--windows", "window_mode", type=click.Choice(["fixed", "events"]), default="fixed",
+                 show_default=True,
+                 help="fixed: the paper's windows every --stride s; events: one window per annotation "
+                      "(--events, --tmin, --tmax, --baseline), labelled by it."),
+    click.option("--events", default=None, metavar="NAME,..",
+                 help="Annotations that get an event window (default: all)."),
+    click.option("--tmin", type=float, default=0.0, show_default=True,
+                 help="Event window start, seconds from the onset."),
+    click.option("--tmax", type=float, default=None,
+                 help="Event window end (exclusive), seconds from the onset (default: tmin + the "
+                      "tokenizer's window)."),
+    click.option("--baseline", default="none", show_default=True, metavar="none|START,END",
+                 help="Subtract each channel's mean over [START, END] s (an empty side = the "
+                      "window's edge, as MNE's None)."),
 )
-ADVANCED_RECORDING = ("sfreq", "channel_names", "units", "batch_size")
+ADVANCED_RECORDING = ("sfreq", "channel_names", "units", "batch_size", "tmin", "tmax", "baseline")
 precision_option = click.option(
     "--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
     help="bf16: the transformer under bfloat16 autocast, ~1.4x faster on AMX CPUs; ~3 % of tokens "
@@ -80,7 +94,7 @@ def _load_tokenizer(run, source):
 
 
 class _Tracker:
-    """Collects per-recording facts (name, rates, band) while the windows stream."""
+    """Collects per-recording facts (name, rates, band, annotations) while the windows stream."""
 
     def __init__(self, stream):
         self.stream, self.items = stream, []
@@ -92,21 +106,116 @@ class _Tracker:
             rec.data = None  # only the facts stay, not the signal
 
 
-def _encode(run, model, prep, recordings, stride, batch_size, sfreq, channel_names, units,
-            precision="fp32"):
+class _Windows:
+    """How the recording options cut windows: the paper's fixed windows every --stride seconds,
+    or (--windows events) one window per kept annotation, as MNE epochs them."""
+
+    def __init__(self, run, prep, max_patches, *, stride, batch_size, sfreq, channel_names, units,
+                 window_mode, events, tmin, tmax, baseline):
+        from cortexkit.formats.errors import CortexError
+        from cortexkit.tools.eeg import epochs
+
+        self.run, self.prep, self.stride, self.batch_size = run, prep, stride, batch_size
+        self.reading = dict(sfreq=sfreq, channel_names=channel_names, units=units)
+        self.counts: dict = {}
+        self.spec = None
+        if window_mode == "fixed":
+            given = [n for n, v in (("--events", events), ("--tmax", tmax)) if v is not None]
+            given += ["--tmin"] if tmin else []
+            given += ["--baseline"] if baseline and baseline.strip().lower() != "none" else []
+            if given:
+                raise CortexError(f"{', '.join(given)} cut event windows: add --windows events")
+            return
+        if stride is not None:
+            raise CortexError("--stride is for fixed windows; --windows events cuts one window per "
+                              "annotation (choose them with --events)")
+        try:
+            self.spec = epochs.EventWindows(
+                events=epochs.names(events), tmin=tmin,
+                tmax=tmin + prep.window_seconds if tmax is None else tmax,
+                baseline=epochs.parse_baseline(baseline))
+        except ValueError as exc:
+            raise CortexError(str(exc)) from None
+        patches = self.spec.patches(prep.sfreq, prep.patch_size)
+        if patches > max_patches:
+            raise CortexError(f"an event window of {self.spec.tmax - self.spec.tmin:g} s needs "
+                              f"{patches} patches of 1 s; the tokenizer has {max_patches} time slots: "
+                              f"shorten --tmin/--tmax or train with --patches {patches}")
+
+    @property
+    def patches(self) -> int:
+        return self.prep.patches if self.spec is None else self.spec.patches(self.prep.sfreq,
+                                                                             self.prep.patch_size)
+
+    def batches(self, stream):
+        from cortexkit.formats import eeg
+        from cortexkit.tools.eeg import epochs
+
+        if self.spec is None:
+            return eeg.iter_windows(stream, self.prep, self.stride, self.batch_size)
+        return epochs.iter_event_windows(stream, self.spec, self.prep.sfreq, self.prep.patch_size,
+                                         self.batch_size, self.counts)
+
+    def stream(self, paths):
+        """(tracker, batches) over recordings ``paths``."""
+        tracker = _Tracker(_recordings(self.run, paths, self.prep, **self.reading))
+        return tracker, self.batches(tracker)
+
+    def check_found(self, items) -> None:
+        """Event windows: at least one, else a one-line error naming the annotations there are."""
+        from cortexkit.formats.errors import CortexError
+
+        if self.spec is None:
+            return
+        if not self.counts.get("kept"):
+            have = sorted({text for rec in items for _, _, text in rec.annotations})
+            wanted = ",".join(self.spec.events) if self.spec.events else "any annotation"
+            raise CortexError(f"no event window: the recordings have no {wanted} with "
+                              f"[{self.spec.tmin:g}, {self.spec.tmax:g}) s inside them "
+                              f"({self.counts.get('dropped', 0)} ran past an end; annotations there: "
+                              f"{', '.join(have[:20]) or 'none'})")
+        labels = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.get("labels", {}).items()))
+        self.run.info(f"{self.counts['kept']} event windows of {self.spec.tmax - self.spec.tmin:g} s "
+                      f"({labels}); {self.counts.get('dropped', 0)} dropped past a recording's end")
+
+    def describe(self) -> dict:
+        if self.spec is None:
+            return {"mode": "fixed", "stride": self.stride, "patches": self.prep.patches,
+                    "label": "the annotation covering most of the window"}
+        return {**self.spec.to_dict(self.prep.sfreq, self.prep.patch_size),
+                "label": "the event's annotation"}
+
+
+def _encode(run, model, windows, recordings, precision="fp32"):
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg.api import encode_windows
 
-    tracker = _Tracker(_recordings(run, recordings, prep, sfreq, channel_names, units))
-    batches = eeg.iter_windows(tracker, prep, stride, batch_size)
-    encoded = encode_windows(model, batches, device=run.device, progress=run.progress,
-                             high_amplitude=lambda x: eeg.high_amplitude(x, prep), precision=precision)
+    tracker, batches = windows.stream(recordings)
+    try:
+        encoded = encode_windows(model, batches, device=run.device, progress=run.progress,
+                                 high_amplitude=lambda x: eeg.high_amplitude(x, windows.prep),
+                                 precision=precision)
+    except ValueError:
+        windows.check_found(tracker.items)
+        raise
+    windows.check_found(tracker.items)
     return tracker.items, encoded
+
+
+def _speed(run, verb_name, windows, started, model_seconds):
+    """-v: windows per second, end to end (reading and preprocessing included) and in the model."""
+    import time
+
+    total = time.perf_counter() - started
+    run.detail(f"{verb_name}: {windows} windows in {total:.2f} s ({windows / max(total, 1e-9):.2f} "
+               f"windows/s end to end; model {model_seconds:.2f} s, "
+               f"{windows / max(model_seconds, 1e-9):.2f} windows/s)")
 
 
 @verb(group, "train", output="artifact", torch_options=True,
       advanced=ADVANCED_RECORDING + ("stem", "min_lr", "weight_decay", "warmup_epochs", "amp",
-                                     "no_contrastive", "codebooks", "patches", "max_windows"))
+                                     "no_contrastive", "codebooks", "patches", "max_windows",
+                                     "validation_share", "kmeans_init", "dead_code_threshold"))
 @click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
 @click.option("--channels", default="standard-1020", show_default=True, metavar="standard-1020|A,B,..",
               help="Montage, in order (missing channels are an error).")
@@ -114,22 +223,22 @@ def _encode(run, model, prep, recordings, stride, batch_size, sfreq, channel_nam
               help="Notch frequency (Hz).")
 @click.option("--patches", type=click.IntRange(min=2), default=30, show_default=True,
               help="Patches of 200 samples (1 s) per window.")
-@click.option("--preset", type=click.Choice(["base", "small", "tiny"]), default="base",
-              show_default=True, help="Encoder size: base = the paper's 12 x 200; small, tiny for CPU.")
-@click.option("--codebook-size", type=Size(min=2, bytes=lambda k, p: 4 * 4 * 32.0 * k, what="codes"),
-              default=4096, show_default=True,
-              help="Codes per codebook (use 256-1024 on small data).")
-@click.option("--kmeans-init", is_flag=True,
-              help="Initialise codebooks by cosine k-means on the first batch (recommended on small data).")
-@click.option("--dead-code-threshold", type=click.FloatRange(min=0), default=0.0, show_default=True,
-              help="Restart codes whose EMA usage falls below this (1 recommended on small data; 0 = off).")
+@click.option("--preset", type=click.Choice(["auto", "base", "small", "tiny"]), default="auto",
+              show_default=True,
+              help="Encoder size: base = the paper's 12 x 200; small, tiny; auto: from data and device.")
+@click.option("--codebook-size", default="auto", show_default=True, metavar="auto|N",
+              help="Codes per codebook; auto: training patches / 16 as a power of two, 256..4096.")
+@click.option("--kmeans-init/--no-kmeans-init", default=True, show_default=True,
+              help="Initialise codebooks by cosine k-means on the first batch (the paper: off).")
+@click.option("--dead-code-threshold", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="Restart codes whose EMA usage falls below this (0 = off, the paper's).")
 @click.option("--codebooks", type=click.Choice(["dual", "frequency"]), default="dual", show_default=True,
               help="dual = TFDual; frequency = one frequency codebook (LaBraM's design, the ablation).")
 @click.option("--stem", type=click.Choice(["time+freq-sum", "time"]), default="time+freq-sum",
               show_default=True, help="Patch embedding: conv stem plus linear |rfft|, or conv only.")
 @click.option("--epochs", type=click.IntRange(min=1), default=20, show_default=True, help="Epochs.")
-@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=1e-4, show_default=True,
-              help="Peak learning rate (AdamW).")
+@click.option("--lr", default="auto", show_default=True, metavar="auto|LR",
+              help="Peak learning rate (AdamW); auto: 1e-3 for tiny, the paper's 1e-4 otherwise.")
 @click.option("--min-lr", type=click.FloatRange(min=0), default=1e-5, show_default=True,
               help="Final learning rate of the cosine schedule.")
 @click.option("--weight-decay", type=click.FloatRange(min=0), default=1e-4, show_default=True,
@@ -140,12 +249,17 @@ def _encode(run, model, prep, recordings, stride, batch_size, sfreq, channel_nam
 @click.option("--amp", is_flag=True, help="bf16 autocast (quantizers stay fp32).")
 @click.option("--max-windows", type=click.IntRange(min=0), default=0, show_default=True,
               help="Use at most this many training windows (evenly spaced; 0 = all).")
+@click.option("--validation-share", type=click.FloatRange(0, 0.5), default=0.1, show_default=True,
+              help="Windows held out to score the tokenizer beside k-means on the same patches "
+                   "(0 = no check).")
 @recording_options
 def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, kmeans_init,
               dead_code_threshold, codebooks, stem, epochs, lr, min_lr, weight_decay, warmup_epochs,
-              no_contrastive, amp, max_windows, stride, batch_size, sfreq, channel_names, units):
+              no_contrastive, amp, max_windows, validation_share, **reading):
     """Train a tokenizer on recordings -> eeg-tokenizer artifact."""
     _check_output(run)
+    codebook_size = _auto_number(codebook_size, "--codebook-size", int, 2, 65536)
+    lr = _auto_number(lr, "--lr", float, 0.0)
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg import api
     from cortexkit.tools.eeg.model import config_from_preset
@@ -153,31 +267,113 @@ def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, 
 
     prep = eeg.Preprocessing(channels=eeg.parse_channels(channels), patches=patches,
                              mains=None if mains == "none" else float(mains))
-    x, high = _training_windows(run, recordings, prep, stride, sfreq, channel_names, units, max_windows)
+    windows = _Windows(run, prep, patches, **reading)
+    x, high = _training_windows(run, recordings, windows, max_windows)
+    preset, codebook_size, lr = _auto(run, x, preset, codebook_size, lr)
     model_config = config_from_preset(preset, channels=len(prep.channels), max_patches=patches,
                                       codebook_size=codebook_size, kmeans_init=kmeans_init,
                                       dead_code_threshold=dead_code_threshold, codebooks=codebooks,
                                       stem=stem)
-    train_config = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, min_lr=min_lr,
+    train_config = TrainConfig(epochs=epochs, batch_size=reading["batch_size"], lr=lr, min_lr=min_lr,
                                weight_decay=weight_decay, warmup_epochs=min(warmup_epochs, epochs / 2),
                                contrastive=not no_contrastive, amp=amp)
+    fit_index, validation_index = api.validation_split(len(x), validation_share)
+    x, validation_x = x[fit_index], x[validation_index]
     model, history = api.fit(x, model_config, train_config, seed=run.seed, device=run.device,
                              on_epoch=lambda e, r: run.info(_epoch_line(e, epochs, r)),
                              progress=lambda it, total: run.progress(it, total=total, desc="steps"))
+    last = history[-1]
+    run.stopped("train", len(history), epochs, "epochs", "completed",
+                **{k: round(last[k], 4) for k in ("total", "signal") if k in last})
+    validation = _floor_check(run, model, x, validation_x)
     run.write_artifact(api.state_tensors(model), KIND_TOKENIZER, version=str(VERSION), metadata={
         "eeg.model": model_config.to_dict(), "eeg.preprocessing": prep.to_dict(),
+        "eeg.validation": validation,
         "eeg.training": {**train_config.to_dict(), "windows": len(x), "high_amplitude_share": high,
-                         "last_epoch": history[-1]}, "eeg.history": history})
+                         "window_cut": windows.describe(), "last_epoch": last},
+        "eeg.history": history})
 
 
-def _training_windows(run, recordings, prep, stride, sfreq, channel_names, units, max_windows):
+def _auto_number(text, option, kind, low, high=None):
+    """'auto' or a finite number in [low, high] (checked before any work), for --codebook-size
+    and --lr."""
+    import math
+
+    from cortexkit.formats.errors import CortexError
+
+    if str(text).strip().lower() == "auto":
+        return "auto"
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or not value >= low \
+            or (kind is float and value == 0):
+        raise CortexError(f"{option} {text!r}: give auto or "
+                          + ("a positive number" if kind is float else f"an integer >= {low}"))
+    if high is not None and value > high:
+        raise CortexError(f"{option} {text!r}: at most {high} (a codebook of that size would not "
+                          "fit in memory or be trained by any data set a run can hold)")
+    return value
+
+
+def _auto(run, x, preset, codebook_size, lr):
+    """Resolve --preset/--codebook-size/--lr auto from the training patches and the device."""
+    from cortexkit.tools.eeg.model import PRESET_LR, auto_codebook_size, auto_preset
+
+    patches = int(x.shape[0] * x.shape[1] * x.shape[2])
+    chosen = []
+    if preset == "auto":
+        preset = auto_preset(patches, run.device.type)
+        chosen.append(f"preset {preset}")
+    if codebook_size == "auto":
+        codebook_size = auto_codebook_size(patches)
+        chosen.append(f"codebook size {codebook_size}")
+    if lr == "auto":
+        lr = PRESET_LR[preset]
+        chosen.append(f"lr {lr:g}")
+    if chosen:
+        run.info(f"auto ({patches} training patches, {run.device.type}): {', '.join(chosen)}")
+    return preset, codebook_size, lr
+
+
+def _floor_check(run, model, x, validation_x):
+    """The tokenizer beside k-means on the same patches (validation windows); a warning if it loses."""
+    from cortexkit.tools.eeg import api
+
+    if not len(validation_x):
+        run.info("no validation windows (--validation-share 0 or under 4 windows): "
+                 "the k-means floor is not checked")
+        return None
+    out = api.compare_with_floor(model, x, validation_x, seed=run.seed or 0, device=run.device)
+    pairs = ", ".join(f"{k} {out['tokenizer'][k]:.3f} vs {out['kmeans'][k]:.3f}" for k in out["tokenizer"])
+    run.info(f"validation ({out['windows']} windows), tokenizer vs k-means on the same patches "
+             f"(codebook {model.config.codebook_size}): {pairs}")
+    if out["loses"]:
+        run.warn(f"k-means on the same patches reconstructs better ({', '.join(out['loses'])}) "
+                 "on the validation windows: train longer (--epochs), on more data, or use "
+                 "k-means tokens")
+    return out
+
+
+def _training_windows(run, recordings, windows, max_windows):
+    import numpy as np
+
     from cortexkit.formats import eeg
+    from cortexkit.formats.errors import CortexError
 
-    stream = _recordings(run, recordings, prep, sfreq, channel_names, units)
-    x = eeg.collect_windows(stream, prep, stride, max_windows)
-    high = float(eeg.high_amplitude(x, prep).mean())
-    run.info(f"{len(x)} training windows of {prep.window_seconds:g} s; "
-             f"{100 * high:.1f}% with |x| >= 100 uV")
+    tracker, batches = windows.stream(recordings)
+    parts = [b.x for b in batches]
+    windows.check_found(tracker.items)
+    x = np.concatenate(parts) if parts else np.zeros((0,))
+    if len(x) < 2:
+        raise CortexError(f"training needs at least 2 windows of {windows.prep.window_seconds:g} s, "
+                          f"the recordings give {len(x)}")
+    if max_windows and len(x) > max_windows:
+        x = x[np.linspace(0, len(x) - 1, max_windows).round().astype(int)]
+    high = float(eeg.high_amplitude(x, windows.prep).mean())
+    seconds = x.shape[2] * windows.prep.patch_size / windows.prep.sfreq
+    run.info(f"{len(x)} training windows of {seconds:g} s; {100 * high:.1f}% with |x| >= 100 uV")
     return x, high
 
 
@@ -196,18 +392,21 @@ def _epoch_line(epoch, epochs, record):
               help="Check the tokenizer's montage is this one (an error if not).")
 @recording_options
 @precision_option
-def encode_cmd(run, tokenizer, recordings, channels, stride, batch_size, sfreq, channel_names, units,
-               precision):
+def encode_cmd(run, tokenizer, recordings, channels, precision, **reading):
     """Tokenize recordings -> eeg-tokens artifact (token_t, token_f per channel and patch)."""
+    import time
+
+    started = time.perf_counter()
     _check_output(run)
     model, prep = _load_tokenizer(run, tokenizer)
     _check_montage(channels, prep)
-    items, enc = _encode(run, model, prep, recordings, stride, batch_size, sfreq, channel_names, units,
-                         precision)
-    tensors, metadata = _tokens_payload(prep, items, enc, stride)
+    windows = _Windows(run, prep, model.config.max_patches, **reading)
+    items, enc = _encode(run, model, windows, recordings, precision)
+    tensors, metadata = _tokens_payload(prep, items, enc, windows)
     run.info(f"{len(enc.token_f)} windows; {100 * metadata['eeg.high_amplitude_share']:.1f}% "
              "with |x| >= 100 uV")
     run.write_artifact(tensors, KIND_TOKENS, version=str(VERSION), metadata=metadata)
+    _speed(run, "encode", len(enc.token_f), started, enc.seconds)
 
 
 def _check_montage(channels, prep):
@@ -219,7 +418,7 @@ def _check_montage(channels, prep):
                           f"not {','.join(parse_channels(channels))}; train one for this montage")
 
 
-def _tokens_payload(prep, items, enc, stride):
+def _tokens_payload(prep, items, enc, windows):
     import numpy as np
 
     from cortexkit.formats.table import categorical
@@ -233,7 +432,8 @@ def _tokens_payload(prep, items, enc, stride):
     metadata = {"eeg.sources": [r.source for r in items], "eeg.channels": prep.channels,
                 "eeg.file_channels": [r.file_channels for r in items],
                 "eeg.sfreq_in": [r.sfreq_in for r in items], "eeg.sfreq_out": prep.sfreq,
-                "eeg.h_freq": [r.h_freq for r in items], "eeg.stride": stride,
+                "eeg.h_freq": [r.h_freq for r in items], "eeg.stride": windows.stride,
+                "eeg.windows": windows.describe(), "eeg.units": {"window_start": "s"},
                 "eeg.labels": levels, "eeg.preprocessing": prep.to_dict(),
                 "eeg.high_amplitude_share": enc.high_amplitude / max(len(enc.token_f), 1)}
     return tensors, metadata
@@ -262,39 +462,57 @@ def _read_tokens(run, source, model, prep):
 @click.argument("tokens", metavar="TOKENS|-")
 def decode_cmd(run, tokenizer, tokens):
     """Tokens -> eeg-signal artifact (signal in uV, standardised FFT amplitude and phase)."""
+    import time
+
+    started = time.perf_counter()
     _check_output(run)
     from cortexkit.tools.eeg.api import decode_tokens
 
     model, prep = _load_tokenizer(run, tokenizer)
     artifact, token_t, token_f = _read_tokens(run, tokens, model, prep)
-    out = decode_tokens(model, token_t, token_f)
-    if "signal" in out:
+    timing: dict = {}
+    out = decode_tokens(model, token_t, token_f, timing=timing)
+    if "signal" in out:  # the model's unit is 100 uV (x / 100 at its input); the file's is uV
         out["signal"] = out["signal"] * prep.scale_uv
     out["window_start"] = artifact.tensors["window_start"]
     run.write_artifact(out, KIND_SIGNAL, version=str(VERSION),
                        metadata={"eeg.channels": prep.channels, "eeg.sfreq": prep.sfreq,
-                                 "eeg.sources": artifact.meta_json("eeg.sources")})
+                                 "eeg.sources": artifact.meta_json("eeg.sources"),
+                                 "eeg.units": {"signal": "uV", "amplitude": "standardised",
+                                               "phase": "standardised", "window_start": "s"}})
+    _speed(run, "decode", len(token_f), started, timing.get("seconds", 0.0))
 
 
 @verb(group, "evaluate", output="report", torch_options=True, advanced=ADVANCED_RECORDING)
 @click.argument("tokenizer", metavar="TOKENIZER")
 @click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
 @recording_options
-def evaluate_cmd(run, tokenizer, recordings, stride, batch_size, sfreq, channel_names, units):
+def evaluate_cmd(run, tokenizer, recordings, **reading):
     """Reconstruction (NMSE) and codebook health on recordings -> YAML report."""
+    import time
+
+    started = time.perf_counter()
     _check_output(run)
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg.api import evaluate
 
     model, prep = _load_tokenizer(run, tokenizer)
-    stream = _recordings(run, recordings, prep, sfreq, channel_names, units)
+    windows = _Windows(run, prep, model.config.max_patches, **reading)
+    tracker, stream = windows.stream(recordings)
     high = []
-    batches = (b for b in eeg.iter_windows(stream, prep, stride, batch_size)
-               if high.append(eeg.high_amplitude(b.x, prep)) or True)
-    report = evaluate(model, batches, device=run.device, progress=run.progress)
+    batches = (b for b in stream if high.append(eeg.high_amplitude(b.x, prep)) or True)
+    timing: dict = {}
+    try:
+        report = evaluate(model, batches, device=run.device, progress=run.progress, timing=timing)
+    except ValueError:
+        windows.check_found(tracker.items)
+        raise
+    windows.check_found(tracker.items)
     share = float(sum(h.sum() for h in high) / max(sum(len(h) for h in high), 1))
     run.write_report({"windows": report["windows"], "high_amplitude_share": share,
+                      "window_cut": windows.describe(),
                       **{k: v for k, v in report.items() if k != "windows"}})
+    _speed(run, "evaluate", report["windows"], started, timing.get("seconds", 0.0))
 
 
 @verb(group, "features", output="artifact", torch_options=True,
@@ -305,19 +523,22 @@ def evaluate_cmd(run, tokenizer, recordings, stride, batch_size, sfreq, channel_
               help="Feature groups: token histograms and/or mean quantized vectors.")
 @recording_options
 @precision_option
-def features_cmd(run, tokenizer, inputs, parts, stride, batch_size, sfreq, channel_names, units,
-                 precision):
+def features_cmd(run, tokenizer, inputs, parts, precision, **reading):
     """Per-window features (token histograms, mean codes, label) -> table artifact."""
+    import time
+
+    started = time.perf_counter()
     _check_output(run)
     from cortexkit.formats.table import write_table
     from cortexkit.tools.eeg.api import features
 
     model, prep = _load_tokenizer(run, tokenizer)
-    sources, starts, labels, token_t, token_f = _feature_inputs(
-        run, inputs, model, prep, stride, batch_size, sfreq, channel_names, units, precision)
+    sources, starts, labels, token_t, token_f, seconds = _feature_inputs(
+        run, inputs, model, prep, precision, reading)
     columns = features(model, token_t, token_f, parts=_parts(parts))
     write_table(run.output, _feature_table(sources, starts, labels, columns),
                 producer=run.producer, config=run.config)
+    _speed(run, "features", len(token_f), started, seconds)
 
 
 def _parts(text):
@@ -329,27 +550,30 @@ def _parts(text):
     return parts
 
 
-def _feature_inputs(run, inputs, model, prep, stride, batch_size, sfreq, channel_names, units,
-                    precision="fp32"):
+def _feature_inputs(run, inputs, model, prep, precision, reading):
+    """-> sources, starts, labels, token_t, token_f, model seconds (0 when read from tokens)."""
     import numpy as np
 
-    from cortexkit.formats.errors import CortexError
-
     from cortexkit.formats.eeg import is_artifact_of_kind
+    from cortexkit.formats.errors import CortexError
 
     if any(p == "-" or is_artifact_of_kind(p, KIND_TOKENS) for p in inputs):
         if len(inputs) != 1:
             raise CortexError("features takes one eeg-tokens artifact, or recordings, not both")
+        windows = _Windows(run, prep, model.config.max_patches, **reading)
+        if windows.spec is not None or reading.get("stride") is not None:
+            raise CortexError("--windows/--stride cut recordings; tokens were cut by encode "
+                              "(give recordings, or cut with encode)")
         artifact, token_t, token_f = _read_tokens(run, inputs[0], model, prep)
         names = artifact.meta_json("eeg.sources")
         levels = artifact.meta_json("eeg.labels")
         return ([names[i] for i in artifact.tensors["window_source"]],
                 artifact.tensors["window_start"], [levels[i] for i in artifact.tensors["window_label"]],
-                token_t, token_f)
-    items, enc = _encode(run, model, prep, inputs, stride, batch_size, sfreq, channel_names, units,
-                         precision)
+                token_t, token_f, 0.0)
+    windows = _Windows(run, prep, model.config.max_patches, **reading)
+    items, enc = _encode(run, model, windows, inputs, precision)
     return ([items[i].source for i in enc.source], np.asarray(enc.starts),
-            [lab or "none" for lab in enc.labels], enc.token_t, enc.token_f)
+            [lab or "none" for lab in enc.labels], enc.token_t, enc.token_f, enc.seconds)
 
 
 def _feature_table(sources, starts, labels, columns):

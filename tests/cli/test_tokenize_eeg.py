@@ -264,3 +264,99 @@ def test_flat_channel_is_a_named_warning(capsys, trained, tmp_path):
                        "--channel-names", ",".join(names), "-o", tmp_path / "t.st")
     assert code == 0, err
     assert "warning: flat-channel:" in err and "C3" in err
+
+
+def _event_onsets(path, names):
+    import mne
+
+    raw = mne.io.read_raw_edf(path, preload=False, encoding="latin1", verbose="error")
+    end = raw.n_times / raw.info["sfreq"]
+    return [(float(a["onset"]), a["description"]) for a in raw.annotations
+            if a["description"] in names and a["onset"] + 4.0 <= end]
+
+
+def test_event_windows_pipeline_into_dp_fairness_train(sh, capsys, trained, shared_data, tmp_path):
+    """encode --windows events | features | dp-fairness-train train --label label (issue 33 item 2):
+    one 4-s window per T1/T2 onset, labelled by its event, timed with -v (item 3)."""
+    tok, _ = trained
+    runs = [shared_data / S001 / f"S001R0{i}.edf" for i in (3, 4)]
+    tokens, feats, model = tmp_path / "ev.st", tmp_path / "f.st", tmp_path / "m.st"
+    proc = sh(f"cortexkit tokenize-eeg encode {tok} {' '.join(map(str, runs))} --windows events "
+              f"--events T1,T2 --tmin 0 --tmax 4 -v | tee {tokens} "
+              f"| cortexkit tokenize-eeg features {tok} - -v | tee {feats} "
+              f"| cortexkit dp-fairness-train train - --label label --drop source,window_start "
+              f"--constraint none --epsilon 4 --steps 20 --batch-size 16 -q -o {model}")
+    assert proc.returncode == 0, proc.stderr
+    import re
+
+    assert re.search(r"encode: \d+ windows in [\d.]+ s \([\d.]+ windows/s end to end; model", proc.stderr)
+    assert re.search(r"features: \d+ windows in [\d.]+ s", proc.stderr)
+    expected = [e for r in runs for e in _event_onsets(r, {"T1", "T2"})]
+    art = read(tokens, "eeg-tokens")
+    assert art.tensors["token_t"].shape == (len(expected), 19, 4)
+    np.testing.assert_allclose(art.tensors["window_start"], [o for o, _ in expected], atol=1 / 200)
+    levels = art.meta_json("eeg.labels")
+    assert [levels[i] for i in art.tensors["window_label"]] == [t for _, t in expected]
+    cut = art.meta_json("eeg.windows")
+    assert cut["mode"] == "events" and cut["patches"] == 4 and cut["padded_samples"] == 0
+    assert f"{len(expected)} event windows of 4 s" in proc.stderr
+    fitted = read(model, "dpfair-model").meta_json("dpfair.model")
+    assert fitted["label"] == "label" and sorted(fitted["classes"]) == ["T1", "T2"]
+    # a 2.5-s window with a baseline: 3 patches, the last half padding, straight from recordings
+    code, err = inproc(capsys, "tokenize-eeg", "features", tok, runs[0], "--windows", "events",
+                       "--events", "T0", "--tmin=-0.5", "--tmax", "2", "--baseline", ",0",
+                       "-o", tmp_path / "t0.st")
+    assert code == 0, err
+    from cortexkit.formats.table import read_table
+
+    table = read_table(tmp_path / "t0.st")
+    kept = [o for o, _ in _event_onsets(runs[0], {"T0"}) if o - 0.5 >= 0]  # the one at 0 s starts early
+    assert set(table.strings("label")) == {"T0"} and len(table) == len(kept) == 14
+    np.testing.assert_allclose(table.matrix(["window_start"])[:, 0], np.array(kept) - 0.5, atol=1 / 200)
+
+
+def test_speed_and_units_are_told(capsys, trained, shared_data, tmp_path):
+    """-v gives windows/s for decode and evaluate too (item 3); decode names its units."""
+    tok, _ = trained
+    run = shared_data / S001 / "S001R01.edf"
+    code, err = inproc(capsys, "tokenize-eeg", "encode", tok, run, "-o", tmp_path / "t.st")
+    assert code == 0 and "windows/s" not in err  # only with -v
+    for verb, inputs in (("decode", [tmp_path / "t.st"]), ("evaluate", [run])):
+        code, err = inproc(capsys, "tokenize-eeg", verb, tok, *inputs, "-v", "-o",
+                           tmp_path / f"{verb}.out")
+        assert code == 0, err
+        assert f"{verb}: 15 windows in " in err and "windows/s end to end" in err, err
+    units = read(tmp_path / "decode.out", "eeg-signal").meta_json("eeg.units")
+    assert units["signal"] == "uV" and units["window_start"] == "s"
+
+
+def test_train_reports_the_kmeans_floor_and_why_it_stopped(trained):
+    tok, stderr = trained
+    assert "tokenizer vs k-means on the same patches (codebook 16)" in stderr
+    artifact = read(tok, "eeg-tokenizer")
+    validation = artifact.meta_json("eeg.validation")
+    assert validation["windows"] == 1 and set(validation["tokenizer"]) == {"time_nmse",
+                                                                          "amplitude_nmse_signal"}
+    assert set(validation["loses"]) == {k for k in validation["tokenizer"]
+                                        if validation["tokenizer"][k] > validation["kmeans"][k]}
+    if validation["loses"]:
+        assert "warning: k-means on the same patches reconstructs better" in stderr
+    stopped = artifact.meta_json("cortexkit.stopped")
+    assert stopped[0]["stage"] == "train" and stopped[0]["ran"] == 2 and stopped[0]["reason"] == "completed"
+    assert artifact.meta_json("eeg.training")["windows"] == 11  # 12 minus the validation window
+
+
+def test_event_window_errors_are_one_line(capsys, trained, shared_data, tmp_path):
+    tok, _ = trained
+    run = shared_data / S001 / "S001R03.edf"
+    out = tmp_path / "out.st"
+    for args, fragment in (
+            (("--tmax", "4"), "add --windows events"),
+            (("--windows", "events", "--events", "T9"), "no event window: the recordings have no T9"),
+            (("--windows", "events", "--tmax", "6"), "needs 6 patches of 1 s; the tokenizer has 4"),
+            (("--windows", "events", "--stride", "2"), "--stride is for fixed windows"),
+            (("--windows", "events", "--baseline", "-1,0"), "must lie inside"),
+            (("--windows", "events", "--tmin", "2", "--tmax", "1"), "must be after")):
+        code, err = inproc(capsys, "tokenize-eeg", "encode", tok, run, *args, "-o", out)
+        one_line(code, err, "encode", fragment)
+        assert not out.exists()

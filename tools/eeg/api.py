@@ -6,6 +6,7 @@ Windows come as an iterable of objects with ``x`` (batch, C, P, L) float32 numpy
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -13,6 +14,7 @@ import numpy as np
 import torch
 
 from cortexkit.tools.eeg import analysis
+from cortexkit.tools.eeg.floor import kmeans_floor
 from cortexkit.tools.eeg.model import TFDualTokenizer, TokenizerConfig
 from cortexkit.tools.eeg.train import TrainConfig, train
 
@@ -55,6 +57,7 @@ class Encoded:
     source: np.ndarray
     labels: list[str] = field(default_factory=list)
     high_amplitude: int = 0
+    seconds: float = 0.0  # wall time in the model (reading and preprocessing left out)
 
 
 def encode_windows(model: TFDualTokenizer, batches: Iterable, *, high_amplitude=None,
@@ -62,9 +65,11 @@ def encode_windows(model: TFDualTokenizer, batches: Iterable, *, high_amplitude=
     """Stream batches through one encoder pass each -> :class:`Encoded` (``precision``: see
     :meth:`TFDualTokenizer.encode`)."""
     parts: dict[str, list] = {"t": [], "f": [], "starts": [], "source": [], "labels": []}
-    high = 0
+    high, seconds = 0, 0.0
     for batch in (progress(batches) if progress else batches):
+        started = time.perf_counter()
         tokens = analysis.encode(model, torch.from_numpy(batch.x).to(device), precision)
+        seconds += time.perf_counter() - started
         for name in ("t", "f"):
             if f"token_{name}" in tokens:
                 parts[name].append(tokens[f"token_{name}"].cpu().numpy())
@@ -78,37 +83,47 @@ def encode_windows(model: TFDualTokenizer, batches: Iterable, *, high_amplitude=
     dtype = np.int16 if model.config.codebook_size <= 32767 else np.int32
     cat = lambda k: np.concatenate(parts[k]).astype(dtype)  # noqa: E731
     return Encoded(cat("t") if parts["t"] else None, cat("f"), np.concatenate(parts["starts"]),
-                   np.concatenate(parts["source"]), parts["labels"], high)
+                   np.concatenate(parts["source"]), parts["labels"], high, seconds)
 
 
 def decode_tokens(model: TFDualTokenizer, token_t: np.ndarray | None, token_f: np.ndarray, *,
-                  batch_size: int = 32) -> dict[str, np.ndarray]:
+                  batch_size: int = 32, timing: dict | None = None) -> dict[str, np.ndarray]:
     """Tokens (W, C, P) -> signal (W, C, P, L) in 100 uV (dual only) and the standardised
-    amplitude and phase (W, C, P, L) of the L-point FFT."""
+    amplitude and phase (W, C, P, L) of the L-point FFT. ``timing`` gets ``seconds`` (model time)."""
     out: dict[str, list] = {}
+    started = time.perf_counter()
     for i in range(0, len(token_f), batch_size):
         tokens = {"token_f": torch.from_numpy(token_f[i:i + batch_size].astype(np.int64))}
         if model.dual:
             tokens["token_t"] = torch.from_numpy(token_t[i:i + batch_size].astype(np.int64))
         for key, value in analysis.decode(model, tokens).items():
             out.setdefault(key, []).append(value.float().numpy())
+    if timing is not None:
+        timing["seconds"] = time.perf_counter() - started
     return {k: np.concatenate(v) for k, v in out.items()}
 
 
-def evaluate(model: TFDualTokenizer, batches: Iterable, *, device="cpu", progress=None) -> dict:
-    """Reconstruction metrics and codebook health over streamed windows."""
+def evaluate(model: TFDualTokenizer, batches: Iterable, *, device="cpu", progress=None,
+             timing: dict | None = None) -> dict:
+    """Reconstruction metrics and codebook health over streamed windows (``timing`` gets
+    ``seconds``, the time in the model)."""
     rec = analysis.Reconstruction(model.config.patch_size)
-    tokens_t, tokens_f, n = [], [], 0
+    tokens_t, tokens_f, n, seconds = [], [], 0, 0.0
     for batch in (progress(batches) if progress else batches):
         x = torch.from_numpy(batch.x).to(device)
+        started = time.perf_counter()
         tokens = analysis.encode(model, x)
-        rec.add(x.cpu(), {k: v.cpu() for k, v in analysis.decode(model, tokens).items()})
+        decoded = analysis.decode(model, tokens)
+        seconds += time.perf_counter() - started
+        rec.add(x.cpu(), {k: v.cpu() for k, v in decoded.items()})
         tokens_f.append(tokens["token_f"].cpu().numpy())
         if "token_t" in tokens:
             tokens_t.append(tokens["token_t"].cpu().numpy())
         n += len(batch.x)
     if n == 0:
         raise ValueError("no windows to evaluate")
+    if timing is not None:
+        timing["seconds"] = seconds
     ema = {"f": model.quantize_f.cluster_size.cpu().numpy()}
     if model.dual:
         ema["t"] = model.quantize_t.cluster_size.cpu().numpy()
@@ -131,3 +146,54 @@ def features(model: TFDualTokenizer, token_t: np.ndarray | None, token_f: np.nda
             for j in range(matrix.shape[1]):
                 columns[f"{kind}_{stream}_{j}"] = np.ascontiguousarray(matrix[:, j])
     return columns
+
+
+def validation_split(n: int, share: float) -> tuple[np.ndarray, np.ndarray]:
+    """Indices (train, validation) of n windows: every round(1/share)-th window validates (evenly
+    spread over the recordings); no validation windows when share is 0 or n < 4."""
+    if share <= 0 or n < 4:
+        return np.arange(n), np.arange(0)
+    step = max(2, int(round(1 / share)))
+    validation = np.arange(step // 2, n, step)
+    return np.setdiff1d(np.arange(n), validation), validation
+
+
+FLOOR_METRICS = ("time_nmse", "amplitude_nmse_signal")
+
+
+def compare_with_floor(model: TFDualTokenizer, train_x: np.ndarray, validation_x: np.ndarray, *,
+                       seed: int = 0, max_patches: int = 8192, iterations: int = 15,
+                       device="cpu") -> dict:
+    """The tokenizer and the k-means floor of the same codebook size (fitted on at most
+    ``max_patches`` random training patches) on the validation windows (M, C, P, L): tokens-only
+    time NMSE and amplitude NMSE of each (the k-means amplitude: the better of its two codebooks),
+    and ``loses``: the metrics where k-means is better."""
+    patches = train_x.reshape(-1, 1, 1, train_x.shape[-1])
+    if len(patches) > max_patches:
+        pick = np.random.default_rng(seed).choice(len(patches), max_patches, replace=False)
+        patches = patches[np.sort(pick)]
+    floor = kmeans_floor(patches, validation_x, model.config.codebook_size, seed=seed,
+                         iterations=iterations)
+
+    class _Batch:
+        def __init__(self, x):
+            self.x = x
+
+    ours = evaluate(model, [_Batch(validation_x[i:i + 32]) for i in range(0, len(validation_x), 32)],
+                    device=device)["reconstruction"]
+    # the floor's amplitude: the better of its two codebooks (|rfft| of the temporal centroid, or
+    # exp of the log-amplitude centroid), both from the token id alone
+    best_amplitude = min(floor["amplitude_nmse_signal"], floor["amplitude_nmse"])
+    if model.dual:
+        ours_keys = {"time_nmse": "time_nmse", "amplitude_nmse_signal": "amplitude_nmse_signal"}
+        kmeans_values = {"time_nmse": floor["time_nmse"], "amplitude_nmse_signal": best_amplitude}
+    else:  # one frequency codebook: its amplitude needs two numbers per window besides the tokens
+        ours_keys = {"amplitude_nmse": "amplitude_nmse"}
+        kmeans_values = {"amplitude_nmse": best_amplitude}
+    keys = tuple(ours_keys)
+    out = {"windows": int(len(validation_x)), "kmeans_patches": int(len(patches)),
+           "tokenizer": {k: float(ours[ours_keys[k]]) for k in keys},
+           "kmeans": {k: float(kmeans_values[k]) for k in keys}}
+    out["ratio"] = {k: out["tokenizer"][k] / max(out["kmeans"][k], 1e-12) for k in keys}
+    out["loses"] = [k for k in keys if out["tokenizer"][k] > out["kmeans"][k]]
+    return out

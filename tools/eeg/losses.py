@@ -37,8 +37,10 @@ def nt_xent(a: torch.Tensor, b: torch.Tensor, temperature: float = 0.1) -> torch
     return F.cross_entropy(logits, target, reduction="sum") / (2 * n)
 
 
-def tokenizer_loss(model, x: torch.Tensor, *, contrastive: bool = True) -> dict[str, torch.Tensor]:
-    """All terms for a batch x (B, C, P, L); ``total`` is their sum (weights 1)."""
+def tokenizer_loss(model, x: torch.Tensor, *, contrastive: bool = True,
+                   signal_weight: float = 1.0) -> dict[str, torch.Tensor]:
+    """All terms for a batch x (B, C, P, L); ``total`` is their sum (weights 1, the signal term's
+    ``signal_weight``; the terms are reported unweighted)."""
     b, c, p, _ = x.shape
     out = model.quantize(x)
     codes = {"f": out["z_q_f"]}
@@ -58,5 +60,7 @@ def tokenizer_loss(model, x: torch.Tensor, *, contrastive: bool = True) -> dict[
         second = model.encoder(x[:, :, half:2 * half]).reshape(b, -1)
         terms["ntxent"] = nt_xent(first, second)
     terms["total"] = sum(terms.values())
+    if model.dual and signal_weight != 1.0:
+        terms["total"] = terms["total"] + (signal_weight - 1.0) * terms["signal"]
     terms["_tokens"] = {k: out[k] for k in ("token_t", "token_f") if k in out}
     return terms

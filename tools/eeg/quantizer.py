@@ -47,6 +47,7 @@ class NormEMAQuantizer(nn.Module):
         self.register_buffer("embedding", l2norm(torch.randn(size, dim)))
         self.register_buffer("cluster_size", torch.zeros(size))
         self.register_buffer("initted", torch.tensor(not kmeans_init))
+        self.restarts = 0  # codes restarted since construction (a health figure, not state)
 
     def nearest(self, z: torch.Tensor) -> torch.Tensor:
         """Indices (n,) of the nearest codewords (squared l2) to unit vectors ``z`` (n, dim).
@@ -71,6 +72,7 @@ class NormEMAQuantizer(nn.Module):
                 pick = torch.randint(0, z.shape[0], (n_dead,), device=z.device)
                 self.embedding[dead] = z[pick]
                 self.cluster_size[dead] = self.dead_code_threshold
+                self.restarts += n_dead
 
     def forward(self, z: torch.Tensor):
         """``z`` (..., dim) -> (z_q straight-through (..., dim), commitment loss, indices (...))."""

@@ -25,6 +25,7 @@ class TrainConfig:
     warmup_epochs: float = 5.0
     contrastive: bool = True
     amp: bool = False
+    signal_weight: float = 1.0  # weight of mse(x_hat, x); the paper's is 1
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -60,7 +61,7 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
                                    {"params": no_decay, "weight_decay": 0.0}], lr=config.lr)
     per_epoch = max(1, math.ceil(n / config.batch_size))
     total, warmup = config.epochs * per_epoch, int(round(config.warmup_epochs * per_epoch))
-    history, step = [], 0
+    history, step, restarted = [], 0, {}
     device = next(model.parameters()).device
     for epoch in range(config.epochs):
         model.train()
@@ -76,7 +77,8 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
                 group["lr"] = learning_rate(step, total, warmup, config.lr, config.min_lr)
             batch = x[idx].to(device)
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.amp):
-                terms = tokenizer_loss(model, batch, contrastive=config.contrastive)
+                terms = tokenizer_loss(model, batch, contrastive=config.contrastive,
+                                       signal_weight=config.signal_weight)
             optimizer.zero_grad(set_to_none=True)
             terms["total"].backward()
             optimizer.step()
@@ -88,6 +90,11 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
                 tokens[key[-1]].append(value.detach().reshape(-1))
         record = {"epoch": epoch + 1, "lr": optimizer.param_groups[0]["lr"],
                   **{k: v / n for k, v in sums.items()}}
+        for stream in ("t", "f"):
+            quantizer = getattr(model, f"quantize_{stream}", None)
+            if quantizer is not None and quantizer.dead_code_threshold > 0:
+                record[f"restarts_{stream}"] = quantizer.restarts - restarted.get(stream, 0)
+                restarted[stream] = quantizer.restarts
         for stream, chunks in tokens.items():
             if chunks:
                 record[f"codebook_{stream}"] = usage(torch.cat(chunks), model.config.codebook_size)

@@ -1,0 +1,194 @@
+"""Issue 33's held-out protocol in one run: reconstruction against the k-means floor, an
+event-locked linear probe against band power, and encode throughput against a plain loop.
+
+    OMP_NUM_THREADS=1 nice python benchmarks/tokenize_eeg/heldout.py --epochs 30 \
+        --variant signal_weight=4,contrastive=false --out benchmarks/tokenize_eeg/results/heldout.yaml
+
+* reconstruction: the tokenizer trained on S001 R01-R10 (4-s windows, 19 channels) through
+  ``tokenize-eeg train``'s defaults (auto preset and codebook, k-means init, dead-code restart)
+  plus ``--variant``; time NMSE and tokens-only amplitude NMSE on R11-R14 (held out: never looked
+  at while choosing), beside the k-means floor of the same codebook size fitted on the same
+  training patches (25 Lloyd iterations, k-means++ seeds) in this run.
+* probe: event-locked 4-s windows (``--windows events --tmin 0 --tmax 4``, what ``encode`` cuts)
+  of the executed left/right-fist runs R03, R07, R11 (T1 vs T2) and of every task run R03-R14 (task
+  T1/T2 vs rest T0); token features (``features``' histograms and mean codes) vs log band power
+  (5 bands x 19 channels), standardised logistic regression (C=0.1), leave-one-run-out balanced
+  accuracy. Only one subject is shipped, so there is no cross-subject figure.
+* speed: windows/s of ``encode``'s path (batched, SDPA, inference mode) against a plain PyTorch
+  loop (one window at a time, attention written out, cdist argmin) on the trained tokenizer, the
+  two interleaved over 3 rounds in this process (medians).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import yaml
+
+from cortexkit.formats import eeg
+from cortexkit.tools.eeg import api, epochs
+from cortexkit.tools.eeg.floor import kmeans_floor
+from cortexkit.tools.eeg.model import (PRESET_LR, auto_codebook_size, auto_preset,
+                                       config_from_preset)
+from cortexkit.tools.eeg.train import TrainConfig
+
+sys.path.insert(0, str(Path(__file__).parent))
+from run import band_power, plain_encode  # noqa: E402
+
+DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")
+            ) / "eeg" / "eegmmidb_S001"
+
+
+class Batch:
+    def __init__(self, x):
+        self.x, self.starts, self.labels, self.source_index = x, np.zeros(len(x)), [""] * len(x), 0
+
+
+def fixed_windows(runs, prep, cache):
+    path = Path(cache) / f"w_{'_'.join(map(str, runs))}_p{prep.patches}.npy"
+    if path.is_file():
+        return np.load(path)
+    recs = [eeg.load(str(DATA / f"S001R{r:02d}.edf"), prep) for r in runs]
+    x = np.concatenate([b.x for b in eeg.iter_windows(recs, prep, None, 256)])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, x)
+    return x
+
+
+def event_windows(run, prep):
+    spec = epochs.EventWindows(events=None, tmin=0.0, tmax=4.0)
+    x, _, labels, _ = epochs.cut(eeg.load(str(DATA / f"S001R{run:02d}.edf"), prep), spec, 200.0, 200)
+    return x, labels
+
+
+def balanced_lorocv(per_run_x, per_run_y):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import balanced_accuracy_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    scores = []
+    for held in range(len(per_run_x)):
+        rest = [i for i in range(len(per_run_x)) if i != held]
+        clf = make_pipeline(StandardScaler(), LogisticRegression(C=0.1, max_iter=3000))
+        clf.fit(np.concatenate([per_run_x[i] for i in rest]), np.concatenate([per_run_y[i] for i in rest]))
+        scores.append(balanced_accuracy_score(per_run_y[held], clf.predict(per_run_x[held])))
+    return {"balanced_accuracy": float(np.mean(scores)), "per_run": [float(s) for s in scores]}
+
+
+def token_features(model, x):
+    enc = api.encode_windows(model, [Batch(x[i:i + 32]) for i in range(0, len(x), 32)])
+    cols = api.features(model, enc.token_t, enc.token_f)
+    return np.stack([cols[k] for k in cols], axis=1)
+
+
+def probe(model, prep, log):
+    out = {}
+    tasks = {"left_vs_right_fist_executed": ((3, 7, 11), {"T1": 0, "T2": 1}),
+             "task_vs_rest": (tuple(range(3, 15)), {"T0": 0, "T1": 1, "T2": 1})}
+    for name, (runs, classes) in tasks.items():
+        xs, ys = [], []
+        for r in runs:
+            x, labels = event_windows(r, prep)
+            keep = np.array([lab in classes for lab in labels])
+            xs.append(x[keep])
+            ys.append(np.array([classes[lab] for lab, k in zip(labels, keep) if k]))
+        entry = {"runs": list(runs), "windows": int(sum(len(y) for y in ys)),
+                 "band_power": balanced_lorocv([band_power(x) for x in xs], ys),
+                 "tokens": balanced_lorocv([token_features(model, x) for x in xs], ys)}
+        entry["tokens_minus_band_power"] = (entry["tokens"]["balanced_accuracy"]
+                                            - entry["band_power"]["balanced_accuracy"])
+        out[name] = entry
+        log(f"probe {name}: tokens {entry['tokens']['balanced_accuracy']:.3f} band power "
+            f"{entry['band_power']['balanced_accuracy']:.3f}")
+    out["cross_subject"] = "not measured: only subject S001 is shipped"
+    return out
+
+
+def speed(model, x, rounds=3, batch=32):
+    rates = {"plain": [], "ours": []}
+    runs = {"plain": lambda: plain_encode(model, torch.from_numpy(x)),
+            "ours": lambda: api.encode_windows(model, [Batch(x[i:i + batch])
+                                                       for i in range(0, len(x), batch)])}
+    with torch.inference_mode():
+        for _ in range(rounds):
+            for name, fn in runs.items():
+                start = time.perf_counter()
+                fn()
+                rates[name].append(len(x) / (time.perf_counter() - start))
+    med = lambda v: float(np.median(v))  # noqa: E731
+    return {"windows": int(len(x)), "threads": torch.get_num_threads(),
+            "ours_windows_per_s": med(rates["ours"]), "plain_windows_per_s": med(rates["plain"]),
+            "speedup": med([o / p for o, p in zip(rates["ours"], rates["plain"])])}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--variant", default="", help="key=value,... TrainConfig/TokenizerConfig fields")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--parts", default="recon,probe,speed")
+    parser.add_argument("--cache", default="/tmp/eeg_study_cache")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    prep = eeg.Preprocessing(patches=4)
+    train = fixed_windows(tuple(range(1, 11)), prep, args.cache)
+    test = fixed_windows((11, 12, 13, 14), prep, args.cache)
+    patches = int(np.prod(train.shape[:3]))
+    preset = auto_preset(patches, "cpu")
+    size = auto_codebook_size(patches)
+    settings = {k: yaml.safe_load(v) for k, _, v in
+                (item.partition("=") for item in filter(None, args.variant.split(",")))}
+    model_keys = {k: settings.pop(k) for k in list(settings) if k in ("dead_code_threshold",
+                                                                     "kmeans_init", "codebooks")}
+    config = config_from_preset(preset, **{**dict(channels=19, max_patches=4, codebook_size=size,
+                                                  kmeans_init=True, dead_code_threshold=1.0),
+                                           **model_keys})
+    tc = TrainConfig(**{**dict(epochs=args.epochs, batch_size=16, lr=PRESET_LR[preset],
+                               warmup_epochs=min(5.0, args.epochs / 2)), **settings})
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    result = {"command": " ".join(sys.argv), "commit": commit, "seed": args.seed,
+              "train": "S001 R01-R10, 4-s windows", "test": "S001 R11-R14 (held out)",
+              "train_windows": len(train), "test_windows": len(test), "preset": preset,
+              "codebook_size": size, "train_config": tc.to_dict(), "model": model_keys}
+    start = time.time()
+    model, history = api.fit(train, config, tc, seed=args.seed,
+                             on_epoch=lambda e, r: log(f"epoch {e}: signal {r.get('signal', 0):.4f}"))
+    result["train_seconds"] = time.time() - start
+    if "recon" in args.parts:
+        report = api.evaluate(model, [Batch(test[i:i + 32]) for i in range(0, len(test), 32)])
+        ours = report["reconstruction"]
+        t0 = time.time()
+        floor = kmeans_floor(train, test, size, seed=args.seed)
+        floor["seconds"] = time.time() - t0
+        best_amp = min(floor["amplitude_nmse_signal"], floor["amplitude_nmse"])
+        result["reconstruction"] = {
+            "tokenizer": {"time_nmse": ours["time_nmse"], "amplitude_nmse_tokens_only":
+                          ours["amplitude_nmse_signal"], "amplitude_nmse_window_scaled":
+                          ours["amplitude_nmse"]},
+            "kmeans_floor": floor,
+            "ratio_time": ours["time_nmse"] / floor["time_nmse"],
+            "ratio_amplitude_tokens_only": ours["amplitude_nmse_signal"] / best_amp,
+            "codebooks": report["codebooks"], "target": "<= 0.8"}
+        log(f"recon: {result['reconstruction']['tokenizer']} floor {floor}")
+    if "probe" in args.parts:
+        result["probe"] = probe(model, prep, log)
+    if "speed" in args.parts:
+        result["speed"] = speed(model, test[:64])
+        log(f"speed: {result['speed']}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(yaml.safe_dump(result, sort_keys=False))
+    print(yaml.safe_dump(result, sort_keys=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""Why does a trained TFDual tokenizer reconstruct worse than k-means on the same patches? One factor
+at a time against the k-means floor of the same codebook size, in one run.
+
+    OMP_NUM_THREADS=1 nice python benchmarks/tokenize_eeg/study.py --split A \
+        --variants 'base:;nodead:dead_code_threshold=0;w10:signal_weight=10' --epochs 40 \
+        --out benchmarks/tokenize_eeg/results/study_A.yaml
+
+Splits of the shipped EEGMMIDB S001 runs (4-s windows, 19 channels, no overlap):
+* A: train R03-R06, validate R07-R08 (choosing);
+* B: train R01, R02, R09, R10, validate R05, R06 (choosing; other runs, baselines included);
+* H: train R01-R10, test R11-R14 (held out: never looked at while choosing).
+Variant keys: any TokenizerConfig field (preset-sized), TrainConfig field, or preset=NAME.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import yaml
+
+from cortexkit.formats import eeg
+from cortexkit.tools.eeg import api
+from cortexkit.tools.eeg.floor import kmeans_floor
+from cortexkit.tools.eeg.model import TokenizerConfig, config_from_preset
+from cortexkit.tools.eeg.train import TrainConfig
+
+DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")
+            ) / "eeg" / "eegmmidb_S001"
+SPLITS = {"A": ((3, 4, 5, 6), (7, 8)), "B": ((1, 2, 9, 10), (5, 6)),
+          "H": (tuple(range(1, 11)), (11, 12, 13, 14))}
+
+
+class Batch:
+    def __init__(self, x):
+        self.x, self.starts, self.labels, self.source_index = x, np.zeros(len(x)), [""] * len(x), 0
+
+
+def windows(runs, prep, cache):
+    path = Path(cache) / f"w_{'_'.join(map(str, runs))}_p{prep.patches}.npy"
+    if path.is_file():
+        return np.load(path)
+    recs = [eeg.load(str(DATA / f"S001R{r:02d}.edf"), prep) for r in runs]
+    x = np.concatenate([b.x for b in eeg.iter_windows(recs, prep, None, 256)])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, x)
+    return x
+
+
+def parse_variant(text):
+    name, _, body = text.partition(":")
+    settings = {}
+    for item in filter(None, body.split(",")):
+        key, _, value = item.partition("=")
+        settings[key] = yaml.safe_load(value)
+    return name, settings
+
+
+def run_variant(train, test, settings, args, log):
+    settings = dict(settings)
+    preset = settings.pop("preset", args.preset)
+    model_keys = {k: settings.pop(k) for k in list(settings) if k in TokenizerConfig.__dataclass_fields__}
+    config = config_from_preset(preset, **{**dict(channels=train.shape[1], max_patches=train.shape[2],
+                                                  codebook_size=args.codebook_size, kmeans_init=True,
+                                                  dead_code_threshold=1.0), **model_keys})
+    tc = TrainConfig(**{**dict(epochs=args.epochs, batch_size=32, lr=1e-3,
+                               warmup_epochs=max(1, args.epochs // 10)), **settings})
+    start = time.time()
+    model, history = api.fit(train, config, tc, seed=args.seed)
+    seconds = time.time() - start
+    out = {"preset": preset, "model": model_keys, "train": tc.to_dict(), "train_seconds": seconds}
+    for name, x in (("test", test), ("train_fit", train)):
+        report = api.evaluate(model, [Batch(x[i:i + 32]) for i in range(0, len(x), 32)])
+        out[name] = {k: report["reconstruction"][k] for k in ("time_nmse", "amplitude_nmse_signal",
+                                                              "amplitude_nmse")}
+    out["codes_used_test"] = {k: report["codebooks"][k]["used"] for k in ("temporal", "frequency")}
+    last = history[-1]
+    out["last_epoch"] = {k: v for k, v in last.items() if not isinstance(v, dict)}
+    log(f"{out['test']} train {out['train_fit']} {seconds:.0f}s restarts "
+        f"{last.get('restarts_t')}")
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--split", default="A", choices=sorted(SPLITS))
+    parser.add_argument("--variants", default="base:")
+    parser.add_argument("--preset", default="tiny")
+    parser.add_argument("--patches", type=int, default=4)
+    parser.add_argument("--epochs", type=int, default=40)
+    parser.add_argument("--codebook-size", type=int, default=1024)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache", default="/tmp/eeg_study_cache")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    prep = eeg.Preprocessing(patches=args.patches)
+    train_runs, test_runs = SPLITS[args.split]
+    train, test = windows(train_runs, prep, args.cache), windows(test_runs, prep, args.cache)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    result = {"command": " ".join(sys.argv), "commit": commit, "split": args.split,
+              "train_runs": list(train_runs), "test_runs": list(test_runs),
+              "train_windows": len(train), "test_windows": len(test), "seed": args.seed}
+    start = time.time()
+    result["kmeans_floor"] = kmeans_floor(train, test, args.codebook_size, seed=args.seed)
+    result["kmeans_floor"]["seconds"] = time.time() - start
+    log(f"floor {result['kmeans_floor']}")
+    result["variants"] = {}
+    for text in args.variants.split(";"):
+        name, settings = parse_variant(text)
+        log(f"variant {name}: {settings}")
+        result["variants"][name] = run_variant(train, test, settings, args, log)
+        floor = result["kmeans_floor"]
+        result["variants"][name]["ratio_to_floor"] = {
+            k: result["variants"][name]["test"][k] / floor[k]
+            for k in ("time_nmse", "amplitude_nmse_signal")}
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(yaml.safe_dump(result, sort_keys=False))
+    print(yaml.safe_dump(result, sort_keys=False))
+
+
+if __name__ == "__main__":
+    main()
