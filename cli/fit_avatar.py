@@ -15,7 +15,7 @@ from cortexkit.tools.avatar import schema as _schema  # noqa: F401  (registers t
 group = tool_group(
     "fit-avatar",
     help="BigMaQ: fit a skinned template to one subject, then track per-frame joint rotations "
-         "from calibrated cameras (triangulate, shape, track, export, synth, evaluate).")
+         "from calibrated cameras (triangulate, shape, track, export, render, synth, evaluate).")
 
 UNITS = click.Choice(["mm", "cm", "m"])
 MAX_RING = 256  # virtual cameras of --rig ring:N (the size guard of synth: every camera renders every frame)
@@ -58,7 +58,7 @@ def _limits(path):
     return data
 
 
-def _template(run, source: str, units: str, keypoints, limits, exclude):
+def _template(run, source: str, units: str, keypoints, limits, exclude, symmetry=None):
     """A glTF skin or an avatar artifact -> (Template, Shape or None, clips)."""
     from cortexkit.formats.calibration import unit_factor
 
@@ -71,7 +71,8 @@ def _template(run, source: str, units: str, keypoints, limits, exclude):
         tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
                                  mesh.rest_world, unit_mm=factor,
                                  keypoints=_yaml(keypoints, "--keypoints"),
-                                 limits=_limits(limits), exclude_offsets=exclude)
+                                 limits=_limits(limits), exclude_offsets=exclude,
+                                 symmetry=_yaml(symmetry, "--symmetry"))
         return tpl, None, mesh.animations, factor
     from cortexkit.tools.avatar.io import AVATAR, avatar_from_artifact
 
@@ -79,9 +80,12 @@ def _template(run, source: str, units: str, keypoints, limits, exclude):
     return tpl, shape, {}, 1.0
 
 
-def _camera_of(path: str, names: list[str]) -> str:
+def _camera_of(path: str, names: list[str], strict: bool = True) -> str | None:
     base = os.path.basename(path)
-    hits = [n for n in names if re.search(rf"(^|[^A-Za-z0-9]){re.escape(n)}([^A-Za-z0-9]|$)", base)]
+    # DeepLabCut names its output VIDEODLC_<scorer>...: the camera name may run into "DLC"
+    hits = [n for n in names if re.search(rf"(^|[^A-Za-z0-9]){re.escape(n)}([^A-Za-z0-9]|DLC|$)", base)]
+    if not hits and not strict:
+        return None
     if not hits:
         raise CortexError(f"{path}: no camera of the calibration ({', '.join(names)}) is named in the "
                           "file name; give --camera-names")
@@ -105,8 +109,24 @@ def _views(run, inputs, calibration, units, camera_names):
         from cortexkit.formats.calibration import read_calibration
         from cortexkit.formats.keypoints2d import read_keypoints
 
+        from cortexkit.formats.keypoints2d import keypoint_files
+
         cal = read_calibration(calibration, units)
-        names = camera_names.split(",") if camera_names else [_camera_of(p, cal["names"]) for p in inputs]
+        inputs, from_folder = keypoint_files(list(inputs))
+        if camera_names:
+            names = camera_names.split(",")
+        else:   # files of a folder that name no camera of the calibration are not 2D files of this rig
+            found = {p: _camera_of(p, cal["names"], strict=p not in from_folder) for p in inputs}
+            inputs = [p for p in inputs if found[p] is not None]
+            names = [found[p] for p in inputs]
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise CortexError(f"camera(s) {', '.join(twice)} named by several 2D files "
+                                  f"({', '.join(os.path.basename(p) for p, n in found.items() if n in twice)}); "
+                                  "give --camera-names")
+            if len(inputs) < 2:
+                raise CortexError(f"{len(inputs)} 2D file(s) name a camera of {calibration} "
+                                  f"({', '.join(cal['names'])}); at least 2 views are needed")
         if len(names) != len(inputs):
             raise CortexError(f"--camera-names gives {len(names)} names for {len(inputs)} files")
         missing = [n for n in names if n not in cal["names"]]
@@ -128,16 +148,17 @@ def _views(run, inputs, calibration, units, camera_names):
     return views
 
 
-def _file_masks(views, folder, crop):
-    """--masks DIR: full-size mask images per camera -> crop masks in views (replacing any)."""
-    if folder is None:
+def _file_masks(views, source, crop):
+    """--masks PATH: full-size masks per camera (image folders, per-camera arrays, one .npz) ->
+    crop masks in views (replacing any)."""
+    if source is None:
         return views
-    from cortexkit.formats.keypoints2d import image_folders, read_mask
+    from cortexkit.formats.keypoints2d import MaskSource
     from cortexkit.tools.avatar.fit import Observations, crops_from_keypoints
     from cortexkit.tools.avatar.texture import masks_from_files
 
     cams = views["cameras"]
-    files = image_folders(folder, cams.names, len(views["keypoints"]), "masks")
+    masks = MaskSource(source, cams.names, len(views["keypoints"]))
     crops = views["crops"]
     size = crop if views["masks"] is None else int(views["masks"].shape[-1])
     if crops is None:
@@ -145,9 +166,9 @@ def _file_masks(views, folder, crop):
                                                   views["keypoint_names"]), size)
 
     def read(f, c):
-        mask = read_mask(files[c][f])
+        mask = masks.read(f, c)
         if mask.shape != (int(cams.size[c, 1]), int(cams.size[c, 0])):
-            raise CortexError(f"{files[c][f]}: mask is {mask.shape[1]}x{mask.shape[0]}, camera "
+            raise CortexError(f"{masks.where(f, c)}: mask is {mask.shape[1]}x{mask.shape[0]}, camera "
                               f"{cams.names[c]} is {int(cams.size[c, 0])}x{int(cams.size[c, 1])}")
         return mask
 
@@ -166,6 +187,12 @@ def _observations(views, template):
         views["masks"], views["crops"])
 
 
+def _hooks(run):
+    from cortexkit.tools.avatar.fit import Hooks
+
+    return Hooks(log=run.info, detail=run.detail, progress=run.progress, stopped=run.stopped)
+
+
 def _fit_config(**kw):
     from cortexkit.tools.avatar.fit import FitConfig
 
@@ -176,7 +203,7 @@ template_units = click.option("--template-units", type=UNITS, default="m", show_
                               help="Length unit of the glTF template (glTF means m; many assets are cm).")
 calibration_opts = [
     click.option("--calibration", type=click.Path(dir_okay=False), default=None,
-                 help="Anipose calibration.toml, when the inputs are per-camera 2D files."),
+                 help="Anipose calibration.toml, when the inputs are per-camera 2D files or a folder of them."),
     click.option("--units", type=UNITS, default="mm", show_default=True, help="Length unit of the calibration."),
     click.option("--camera-names", default=None, help="Camera of each 2D file, comma-separated "
                  "(default: the calibration name found in each file name)."),
@@ -209,12 +236,14 @@ def _with(options):
 @click.option("--radius", type=click.FloatRange(min=0, min_open=True), default=2.2, show_default=True,
               help="Virtual ring radius, body lengths.")
 @click.option("--keypoints", type=click.Path(dir_okay=False), default=None, help="Keypoint map YAML.")
+@click.option("--symmetry", type=click.Path(dir_okay=False), default=None,
+              help="Symmetry YAML (mirror axis, vertex and bone pairs, bone groups).")
 @click.option("--image-dir", type=click.Path(file_okay=False), default=None,
               help="Also write full-size colour renders of a hidden per-vertex colouring, DIR/<camera>/NNNNN.png.")
 @click.option("--mask-dir", type=click.Path(file_okay=False), default=None,
               help="Also write full-size masks, DIR/<camera>/NNNNN.png.")
 def synth(run, template, template_units, clip, frames, rig, units, noise, dropout, outliers, crop, masks,
-          bone_sd, offset_size, radius, keypoints, image_dir, mask_dir):
+          bone_sd, offset_size, radius, keypoints, symmetry, image_dir, mask_dir):
     """Synthetic views of a hidden individual: 2D keypoints with noise, dropout, outliers, masks, truth."""
     from cortexkit.tools.avatar.io import VIEWS, views_to_tensors
     from cortexkit.tools.avatar.synth import SynthConfig, make_views
@@ -224,7 +253,7 @@ def synth(run, template, template_units, clip, frames, rig, units, noise, dropou
         if not count.isdigit() or not 1 <= int(count) <= MAX_RING:
             raise CortexError(f"--rig {rig}: ring:N takes a whole number of virtual cameras N from 1 "
                               f"to {MAX_RING}")
-    tpl, _, clips, factor = _template(run, template, template_units, keypoints, None, None)
+    tpl, _, clips, factor = _template(run, template, template_units, keypoints, None, None, symmetry)
     if clip is not None and clip not in clips:
         raise CortexError(f"--clip {clip}: {template} has clips {', '.join(clips) or 'none'}")
     rig_cal = None
@@ -247,7 +276,7 @@ def synth(run, template, template_units, clip, frames, rig, units, noise, dropou
     run.write_artifact(tensors, VIEWS, metadata=meta)
 
 
-def _write_renders(cams, vertices, faces, colors, image_dir, mask_dir):
+def _write_renders(cams, vertices, faces, colors, image_dir, mask_dir, progress=None):
     import cv2
 
     from cortexkit.tools.avatar.texture import render
@@ -257,7 +286,8 @@ def _write_renders(cams, vertices, faces, colors, image_dir, mask_dir):
             continue
         for name in cams.names:
             os.makedirs(os.path.join(folder, name), exist_ok=True)
-        for f, verts in enumerate(vertices):
+        frames = vertices if progress is None else progress(vertices, desc="render", unit="frame")
+        for f, verts in enumerate(frames):
             for name, img in zip(cams.names, render(cams, verts, faces, cols)):
                 path = os.path.join(folder, name, f"{f:05d}.png")
                 if not cv2.imwrite(path, img):
@@ -291,13 +321,15 @@ def triangulate(run, inputs, calibration, units, camera_names, threshold, max_pa
 
 fit_opts = [
     click.option("--keypoints", type=click.Path(dir_okay=False), default=None,
-                 help="Keypoint map YAML (name: joint, or name: {vertices, weights})."),
+                 help="Keypoint map YAML (name: JOINT, {joint: JOINT} or {vertices, weights})."),
+    click.option("--symmetry", type=click.Path(dir_okay=False), default=None,
+                 help="Symmetry YAML: axis, vertex_pairs, excluded_vertices, joint_pairs, bone_groups."),
     click.option("--limits", type=click.Path(dir_okay=False), default=None,
                  help="Joint limits YAML (joint: [[lo x,y,z],[hi x,y,z]] radians)."),
     click.option("--exclude-offsets", type=Regex(), default=None, help="Regex of joints whose vertices get no offset (e.g. hand)."),
-    click.option("--masks", "masks_dir", type=click.Path(file_okay=False), default=None,
-                 help="Folder of mask images, DIR/<camera>/ one per frame in name order (read with "
-                      "OpenCV; replaces the views' masks)."),
+    click.option("--masks", "masks_dir", type=click.Path(), default=None,
+                 help="Masks replacing the views': DIR/<camera>/ images (name order), DIR/<camera>.npy "
+                      "(F,H,W), or one .npz with an (F,H,W) array per camera."),
     click.option("--silhouettes/--no-silhouettes", default=True, show_default=True, help="Use masks when present."),
     click.option("--gate", type=click.FloatRange(min=0), default=2.0, show_default=True,
                  help="Silhouettes count once keypoints fit within this many crop px."),
@@ -307,7 +339,7 @@ fit_opts = [
                  help="Weight of the temporal term."),
     click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=0.03, show_default=True, help="Adam step."),
 ]
-FIT_ADVANCED = ("limits", "exclude_offsets", "gate", "silhouette_weight", "temporal_weight", "lr")
+FIT_ADVANCED = ("symmetry", "limits", "exclude_offsets", "gate", "silhouette_weight", "temporal_weight", "lr")
 
 
 @verb(group, "shape", output="artifact", torch_options=True, advanced=FIT_ADVANCED + ("steps",))
@@ -324,13 +356,13 @@ FIT_ADVANCED = ("limits", "exclude_offsets", "gate", "silhouette_weight", "tempo
                    "colour from the visible faces of the keyframes (texture stage).")
 @_with(fit_opts)
 def shape(run, template, inputs, template_units, calibration, units, camera_names, n_keyframes, keyframes,
-          steps, images_dir, keypoints, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
+          steps, images_dir, keypoints, symmetry, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
           temporal_weight, lr):
     """Subject avatar over keyframes: template + views -> avatar (scale, bone scales, offsets)."""
     from cortexkit.tools.avatar.fit import fit_avatar_shape
     from cortexkit.tools.avatar.io import AVATAR, avatar_to_tensors
 
-    tpl, _, _, _ = _template(run, template, template_units, keypoints, limits, exclude_offsets)
+    tpl, _, _, _ = _template(run, template, template_units, keypoints, limits, exclude_offsets, symmetry)
     views = _file_masks(_views(run, inputs, calibration, units, camera_names), masks_dir, 64)
     tpl, obs = _observations(views, tpl)
     image_files = None
@@ -346,7 +378,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
     picked = [int(k) for k in keyframes.split(",")] if keyframes else None
     config = _fit_config(silhouettes=silhouettes, gate=gate, silhouette_weight=silhouette_weight,
                          temporal_weight=temporal_weight, lr=lr, shape_steps=stage_steps)
-    result = fit_avatar_shape(tpl, obs, config, n_keyframes, picked, log=run.info)
+    result = fit_avatar_shape(tpl, obs, config, n_keyframes, picked, hooks=_hooks(run))
     colors = None
     if image_files is not None:
         from cortexkit.formats.keypoints2d import read_image
@@ -361,7 +393,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
 
 
 @verb(group, "track", output="artifact", torch_options=True,
-      advanced=FIT_ADVANCED[2:] + ("window", "overlap", "steps"))
+      advanced=FIT_ADVANCED[3:] + ("window", "overlap", "steps"))
 @click.argument("avatar")
 @click.argument("inputs", nargs=-1)
 @_with(calibration_opts)
@@ -371,7 +403,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
 @click.option("--window", type=click.IntRange(min=1), default=20, show_default=True, help="Frames per window.")
 @click.option("--overlap", type=click.IntRange(min=0), default=5, show_default=True, help="Frames shared by windows.")
 @output_option("--plot", metavar="PNG", help="Multi-view overlay PNG of the middle frame.")
-@_with(fit_opts[3:])
+@_with(fit_opts[4:])
 def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps, window, overlap, plot,
           masks_dir, silhouettes, gate, silhouette_weight, temporal_weight, lr):
     """Per-frame pose with the avatar frozen: avatar + views -> avatar-poses."""
@@ -392,7 +424,7 @@ def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps,
                          overlap=overlap, cameras=cameras)
     start = time.perf_counter()
     with run.progress(total=len(obs.keypoints), desc="track", unit="frame") as bar:
-        result = track_sequence(tpl, shp, obs, config, progress=bar.update)
+        result = track_sequence(tpl, shp, obs, config, progress=bar.update, hooks=_hooks(run))
     per_frame = (time.perf_counter() - start) / len(obs.keypoints)
     run.info(f"tracked {len(obs.keypoints)} frames, {per_frame:.3f} s/frame, keypoint error "
              f"{float(result.keypoint_error.mean()):.3f} crop px")
@@ -423,7 +455,7 @@ def export(run, avatar, poses, obj_dir):
     if not output.lower().endswith((".glb", ".gltf")):
         raise CortexError(f"-o {output}: the export is glTF; name it .glb or .gltf")
     tpl, shp, colors = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
-    colors = None if colors is None else colors.double().numpy()
+    colors = None if colors is None else tpl.to_source(colors.double()).numpy()   # the input's order
     art = run.read_artifact(poses, POSES)
     pose = poses_from_artifact(art)
     if pose.rotations.shape[1] != tpl.n_joints:
@@ -434,7 +466,7 @@ def export(run, avatar, poses, obj_dir):
         make_folder(obj_dir)  # removed again if a write fails (a full disk)
         for f, verts in enumerate(posed_meshes(tpl, shp, pose)):
             write_bytes(os.path.join(obj_dir, f"frame{f:05d}.obj"),
-                        write_obj(verts * 1e-3, tpl.faces.numpy(), colors))
+                        write_obj(verts * 1e-3, tpl.output_faces.numpy(), colors))
     write_bytes(output, data)
 
 
@@ -443,25 +475,66 @@ def export(run, avatar, poses, obj_dir):
 @click.option("--points", default=None, help="A triangulate table to score.")
 @click.option("--avatar", default=None, help="A fitted avatar (with --poses).")
 @click.option("--poses", default=None, help="Tracked poses (with --avatar).")
-def evaluate(run, views, points, avatar, poses):
-    """Metrics against a synth views artifact's truth (MPJPE, PA-MPJPE, coverage, vertices, angles, IoU)."""
+@click.option("--reference", default=None,
+              help="3D points to score against instead of synthetic truth: a triangulate table or a "
+                   "CSV/NPZ table of NAME_x NAME_y NAME_z columns (mm), e.g. motion capture.")
+def evaluate(run, views, points, avatar, poses, reference):
+    """Metrics against a synth views artifact's truth, or against 3D points you have (--reference)."""
     from cortexkit.tools.avatar.io import POSES, VIEWS, avatar_from_artifact, poses_from_artifact, views_from_artifact
     from cortexkit.tools.avatar.metrics import evaluate_all
 
     v = views_from_artifact(run.read_artifact(views, VIEWS))
-    if not v["truth"]:
-        raise CortexError(f"{views}: no truth.* tensors (evaluate needs a 'fit-avatar synth' views artifact)")
+    if not v["truth"] and reference is None:
+        raise CortexError(f"{views}: no truth.* tensors (not a 'fit-avatar synth' artifact): give --reference "
+                          "POINTS (a triangulation or motion-capture table) to score against")
     if points is None and (avatar is None or poses is None):
         raise CortexError("give --points TABLE, or --avatar and --poses")
-    table = None
-    if points is not None:
-        from cortexkit.formats.table import read_table
+    from cortexkit.formats.table import read_table
 
-        table = read_table(points)
+    table = None if points is None else read_table(points)
+    ref = None if reference is None else read_table(reference)
     fitted = None
     if avatar is not None and poses is not None:
         tpl, shp, colors = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
         art = run.read_artifact(poses, POSES)
         fitted = (tpl, shp, poses_from_artifact(art), float(art.meta_json("cortexkit.seconds_per_frame", 0.0)),
                   colors)
-    run.write_report(evaluate_all(v, table, fitted))
+        unknown = [n for n in v["keypoint_names"] if n not in tpl.keypoint_names]
+        if unknown:
+            raise CortexError(f"{views}: keypoint(s) {', '.join(unknown[:5])} are not in the avatar's keypoint map")
+    run.write_report(evaluate_all(v, table, fitted, ref))
+
+
+@verb(group, "render", output="report")
+@click.argument("avatar")
+@click.argument("poses")
+@click.argument("inputs", nargs=-1)
+@_with(calibration_opts)
+@click.option("--mask-dir", type=click.Path(file_okay=False), required=True,
+              help="Write the fitted silhouettes here, DIR/<camera>/NNNNN.png (full frame, 255 inside).")
+@click.option("--masks", "masks_dir", type=click.Path(), default=None,
+              help="Masks to compare with (as for track): adds per-camera IoU to the report.")
+def render(run, avatar, poses, inputs, calibration, units, camera_names, mask_dir, masks_dir):
+    """Fitted silhouettes per camera as mask images (full frame), with IoU against masks you have."""
+    from cortexkit.tools.avatar.io import POSES, avatar_from_artifact, poses_from_artifact
+    from cortexkit.tools.avatar.model import forward
+
+    tpl, shp, _ = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
+    pose = poses_from_artifact(run.read_artifact(poses, POSES))
+    views = _file_masks(_views(run, inputs, calibration, units, camera_names), masks_dir, 64)
+    cams, F = views["cameras"], len(views["keypoints"])
+    if pose.rotations.shape[0] != F:
+        raise CortexError(f"{poses}: {pose.rotations.shape[0]} frames of poses, the views have {F}")
+    import torch
+
+    with torch.no_grad():
+        verts, _, _ = forward(tpl, shp, pose)
+    _write_renders(cams, verts, tpl.faces, None, None, mask_dir, progress=run.progress)
+    report = {"frames": F, "cameras": list(cams.names), "mask_dir": mask_dir}
+    if views["masks"] is not None and views["crops"] is not None:
+        from cortexkit.tools.avatar.metrics import silhouette_iou_per_camera
+
+        iou = silhouette_iou_per_camera(tpl, verts, cams, views["crops"], views["masks"])
+        report["iou"] = {n: round(float(x), 4) for n, x in zip(cams.names, iou)}
+        report["iou_mean"] = round(float(iou.mean()), 4)
+    run.write_report(report)

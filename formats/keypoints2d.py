@@ -153,3 +153,95 @@ def read_image(path: str | os.PathLike) -> np.ndarray:
     if arr is None:
         raise CortexError(f"{path}: cannot read the image")
     return arr
+
+
+KEYPOINT_EXTENSIONS = (".h5", ".hdf5", ".csv")
+
+
+def keypoint_files(inputs: list[str]) -> tuple[list[str], set[str]]:
+    """Inputs as given (files, or folders of per-camera 2D files) -> (files, those that came from
+    a folder). A folder contributes its .h5/.hdf5/.csv files in name order."""
+    files, from_folder = [], set()
+    for path in inputs:
+        if os.path.isdir(path):
+            found = sorted(os.path.join(path, f) for f in os.listdir(path)
+                           if f.lower().endswith(KEYPOINT_EXTENSIONS) and not f.startswith("."))
+            if not found:
+                raise CortexError(f"{path}: a folder without 2D keypoint files (.h5, .hdf5, .csv)")
+            files += found
+            from_folder.update(found)
+        else:
+            files.append(path)
+    return files, from_folder
+
+
+class MaskSource:
+    """Masks as users have them, read one (frame, camera) at a time: ``read(f, c)`` -> (H, W)
+    coverage in [0, 1].
+
+    - a folder of image folders ``DIR/<camera>/`` (one image or .npy per frame, name order);
+    - a folder of per-camera arrays ``DIR/<camera>.npy`` or ``DIR/<camera>.npz`` (one array
+      (F, H, W), or in an .npz one array per frame in key order);
+    - one ``.npz`` with an array (F, H, W) per camera, keyed by camera name."""
+
+    def __init__(self, path: str | os.PathLike, camera_names: list[str], frames: int):
+        root = str(path)
+        self.kind, self.names, self.frames = None, list(camera_names), frames
+        if os.path.isfile(root):
+            if not root.lower().endswith(".npz"):
+                raise CortexError(f"{root}: masks are a folder (DIR/<camera>/ images or DIR/<camera>.npy) "
+                                  "or one .npz of arrays per camera")
+            arrays = self._npz(root)
+            missing = [n for n in camera_names if n not in arrays]
+            if missing:
+                raise CortexError(f"{root}: no mask array for camera(s) {', '.join(missing)} (the .npz has "
+                                  f"{', '.join(sorted(arrays)) or 'none'}; one array (F, H, W) per camera name)")
+            self.kind, self.arrays = "arrays", [self._stack(arrays[n], f"{root}[{n}]") for n in camera_names]
+            return
+        if not os.path.isdir(root):
+            raise CortexError(f"{root}: no such folder or .npz of masks")
+        per_camera = [next((os.path.join(root, n + ext) for ext in (".npy", ".npz")
+                            if os.path.isfile(os.path.join(root, n + ext))), None) for n in camera_names]
+        if all(p is not None for p in per_camera):
+            self.kind, self.arrays = "arrays", []
+            for p in per_camera:
+                if p.endswith(".npy"):
+                    arr = self._npy(p)
+                else:
+                    arrs = self._npz(p)
+                    arr = arrs[next(iter(arrs))] if len(arrs) == 1 else np.stack([arrs[k] for k in sorted(arrs)])
+                self.arrays.append(self._stack(arr, p))
+            return
+        self.kind, self.files = "images", image_folders(root, camera_names, frames, "masks")
+
+    @staticmethod
+    def _npy(path):
+        try:
+            return np.load(path, mmap_mode="r")
+        except (OSError, ValueError) as exc:
+            raise CortexError(f"{path}: not a .npy array ({exc})") from None
+
+    @staticmethod
+    def _npz(path):
+        try:
+            with np.load(path) as data:
+                return {k: data[k] for k in data.files}
+        except (OSError, ValueError) as exc:
+            raise CortexError(f"{path}: not a .npz of arrays ({exc})") from None
+
+    def _stack(self, arr, where):
+        if arr.ndim != 3:
+            raise CortexError(f"{where}: masks must be (frames, height, width), got shape {list(arr.shape)}")
+        if arr.shape[0] < self.frames:
+            raise CortexError(f"{where}: {arr.shape[0]} masks for {self.frames} frames")
+        return arr
+
+    def where(self, f: int, c: int) -> str:
+        return self.files[c][f] if self.kind == "images" else f"masks of camera {self.names[c]}, frame {f}"
+
+    def read(self, f: int, c: int) -> np.ndarray:
+        if self.kind == "images":
+            return read_mask(self.files[c][f])
+        arr = np.asarray(self.arrays[c][f], float)
+        top = arr.max() if arr.size else 0.0
+        return arr / top if top > 1 else arr

@@ -268,6 +268,8 @@ class Params:
 def _optimise(template, params: Params, obs: Observations, use: torch.Tensor, config: FitConfig,
               train: list[str], steps: int, silhouettes: bool, temporal: bool,
               kp_weights: torch.Tensor, on_step: Callable | None = None):
+    """Adam on ``train`` for ``steps`` steps; on_step(step, l_kp (B,), l_sil (B,)) after each.
+    Returns the last (l_kp, l_sil, kp_cam) (detached)."""
     tensors = {n: getattr(params, n) for n in train}
     for t in tensors.values():
         t.requires_grad_(True)
@@ -291,7 +293,7 @@ def _optimise(template, params: Params, obs: Observations, use: torch.Tensor, co
         sched.step()
         last = (l_kp.detach(), l_sil.detach(), kp_cam.detach())
         if on_step is not None:
-            on_step(step)
+            on_step(step, last[0], last[1])
     for t in tensors.values():
         t.requires_grad_(False)
     return last
@@ -310,8 +312,38 @@ class ShapeResult:
     keyframes: list[int] = field(default_factory=list)
 
 
+@dataclass
+class Hooks:
+    """How a long fit talks to its caller (the command passes its Run's methods).
+
+    log(message): one line per stage; detail(message): per-iteration figures (``-v``);
+    progress(total=, desc=, unit=): a context manager with ``update(n)`` (a tqdm bar);
+    stopped(stage, ran, planned, unit, reason, **figures): once per loop, when it ends."""
+
+    log: Callable[[str], None] = lambda m: None
+    detail: Callable[[str], None] = lambda m: None
+    progress: Callable | None = None
+    stopped: Callable | None = None
+
+    def bar(self, total: int, desc: str, unit: str = "step"):
+        if self.progress is None:
+            from contextlib import nullcontext
+            from types import SimpleNamespace
+
+            return nullcontext(SimpleNamespace(update=lambda n=1: None))
+        return self.progress(total=total, desc=desc, unit=unit)
+
+    def stop(self, stage: str, ran: int, planned: int, unit: str, reason: str, **figures) -> None:
+        if self.stopped is not None:
+            self.stopped(stage, ran, planned, unit, reason, **figures)
+
+
+def _every(steps: int) -> int:
+    return max(1, steps // 10)
+
+
 def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, config: FitConfig,
-              log: Callable[[str], None] = lambda m: None) -> ShapeResult:
+              log: Callable[[str], None] = lambda m: None, hooks: Hooks | None = None) -> ShapeResult:
     """Stage A (subject avatar) over the keyframes of ``obs``: Procrustes init from the
     triangulated keypoints points3d (B, K, 3), then global (R, t, s) -> pose (+θ) -> bones (+b)
     -> mesh (+Δ, silhouettes; scale and bone scales stay at the bones stage's values unless
@@ -340,13 +372,23 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
               ("bones", ["grot", "dt", "log_scale", "rot", "log_bones"], False),
               ("mesh", ["grot", "dt", "rot", "offsets"] + (["log_scale", "log_bones"] if config.mesh_bones else []),
                config.silhouettes)]
+    hooks = hooks or Hooks(log=log)
     last = None
     for (name, train, sil), steps in zip(stages, config.shape_steps):
         if steps <= 0:
+            hooks.stop(f"shape {name}", 0, 0, "steps", "skipped (0 steps)")
             continue
-        last = _optimise(template, params, obs, use, config, train, steps, sil, False, kw)
-        log(f"shape stage {name}: keypoint error {last[0].mean():.3f} crop px, "
-            f"silhouette {last[1].mean():.4f}")
+        with hooks.bar(steps, f"shape {name}") as bar:
+            def on_step(step, l_kp, l_sil, name=name, steps=steps, bar=bar):
+                bar.update(1)
+                if (step + 1) % _every(steps) == 0:
+                    hooks.detail(f"shape {name} step {step + 1}/{steps}: keypoints {float(l_kp.mean()):.3f} "
+                                 f"crop px, silhouette {float(l_sil.mean()):.4f}")
+            last = _optimise(template, params, obs, use, config, train, steps, sil, False, kw, on_step)
+        hooks.log(f"shape stage {name}: keypoint error {last[0].mean():.3f} crop px, "
+                  f"silhouette {last[1].mean():.4f}")
+        hooks.stop(f"shape {name}", steps, steps, "steps", "completed",
+                   keypoint_px=round(float(last[0].mean()), 4), silhouette=round(float(last[1].mean()), 5))
     return ShapeResult(params.shape(), params.pose(), last[0], last[1])
 
 
@@ -359,7 +401,8 @@ class TrackResult:
 
 
 def track(template: Template, shape: Shape, obs: Observations, points3d: np.ndarray,
-          config: FitConfig, progress: Callable[[int], None] = lambda n: None) -> TrackResult:
+          config: FitConfig, progress: Callable[[int], None] = lambda n: None,
+          hooks: Hooks | None = None) -> TrackResult:
     """Stage B (tracking): shape frozen; R, t, θ per frame over overlapping windows, warm-started
     from the previous window; ``config.cameras`` cameras per frame (waterfall selection).
     points3d (F, K, 3) triangulated keypoints for the Procrustes init of R_g, t_g."""
@@ -375,7 +418,7 @@ def track(template: Template, shape: Shape, obs: Observations, points3d: np.ndar
     kp_err, sil_err = torch.zeros(F), torch.zeros(F)
     kw = _kp_weights(template, config)
     stride = max(1, config.window - config.overlap)
-    start, done_until = 0, 0
+    start, done_until, windows = 0, 0, 0
     while start < F:
         stop = min(F, start + config.window)
         idx = torch.arange(start, stop)
@@ -403,10 +446,17 @@ def track(template: Template, shape: Shape, obs: Observations, points3d: np.ndar
         out_rot[sel], out_grot[sel], out_t[sel] = pose.rotations[keep_from:], pose.global_rot[keep_from:], pose.global_t[keep_from:]
         kp_err[sel], sil_err[sel] = last[0][keep_from:], last[1][keep_from:]
         progress(int(stop - done_until))
+        windows += 1
+        if hooks is not None:
+            hooks.detail(f"track window {windows} (frames {start}-{stop - 1}): keypoints "
+                         f"{float(last[0].mean()):.3f} crop px, silhouette {float(last[1].mean()):.4f}")
         done_until = stop
         if stop >= F:
             break
         start += stride
+    if hooks is not None:
+        hooks.stop("track", int(done_until), F, "frames", "completed", windows=windows,
+                   steps_per_window=config.track_steps, keypoint_px=round(float(kp_err.mean()), 4))
     return TrackResult(Pose(out_rot, out_grot, out_t), kp_err, sil_err, use_all)
 
 
@@ -424,7 +474,8 @@ def _triangulated(obs: Observations) -> np.ndarray:
 
 
 def fit_avatar_shape(template: Template, obs: Observations, config: FitConfig, n_keyframes: int = 8,
-                     keyframes: list[int] | None = None, log: Callable[[str], None] = lambda m: None) -> ShapeResult:
+                     keyframes: list[int] | None = None, log: Callable[[str], None] = lambda m: None,
+                     hooks: Hooks | None = None) -> ShapeResult:
     """Stage A from raw views: keyframes (explicit, or ``n_keyframes`` spread evenly), robust
     triangulation for the Procrustes init, then :func:`fit_shape`."""
     F = obs.keypoints.shape[0]
@@ -434,13 +485,13 @@ def fit_avatar_shape(template: Template, obs: Observations, config: FitConfig, n
     if bad:
         raise ValueError(f"keyframe(s) {bad} outside the {F} frames")
     obs = _with_crops(obs, config).frames(keyframes)
-    result = fit_shape(template, obs, _triangulated(obs), config, log)
+    result = fit_shape(template, obs, _triangulated(obs), config, log, hooks)
     result.keyframes = list(keyframes)
     return result
 
 
 def track_sequence(template: Template, shape: Shape, obs: Observations, config: FitConfig,
-                   progress: Callable[[int], None] = lambda n: None) -> TrackResult:
+                   progress: Callable[[int], None] = lambda n: None, hooks: Hooks | None = None) -> TrackResult:
     """Stage B from raw views (triangulation for the per-frame global init, then :func:`track`)."""
     obs = _with_crops(obs, config)
-    return track(template, shape, obs, _triangulated(obs), config, progress)
+    return track(template, shape, obs, _triangulated(obs), config, progress, hooks)

@@ -76,6 +76,9 @@ def avatar_to_tensors(template: Template, shape: Shape, colors=None):
     tensors.update({"shape.scale": shape.scale.detach().reshape(1).float(),
                     "shape.bone_scales": shape.bone_scales.detach().float(),
                     "shape.offsets": shape.offsets.detach().float()})
+    from cortexkit.tools.avatar.export import rest_mesh
+
+    tensors["mesh.vertices"] = rest_mesh(template, shape)          # (V_src, 3) the input's order
     if colors is not None:
         tensors["colors"] = torch.as_tensor(colors, dtype=torch.float32)
     return tensors, {"cortexkit.avatar": meta}

@@ -34,7 +34,8 @@ class Template:
     rest orientations, free (J,) bool, limits (J, 2, 3) lower/upper axis-angle box, bone_group (J,)
     (-1 = scale fixed to 1), offset_index (V,) (-1 = no offset), offset_mirror (V, 3) (+1/−1/0
     per component), keypoints_joint (K, J) and keypoints_vertex (K, V) weights, extremity (J,) bool,
-    edges (E, 2)."""
+    edges (E, 2). The fit works on the welded mesh (V vertices); ``source_index`` (V_src,) and
+    ``source_faces`` (F_src, 3) give the input's own vertex and face order back on output."""
 
     vertices: torch.Tensor
     faces: torch.Tensor
@@ -56,6 +57,17 @@ class Template:
     edges: torch.Tensor
     n_offsets: int = 0
     meta: dict = field(default_factory=dict)
+    source_index: torch.Tensor | None = None   # (V_src,) the welded vertex of each input vertex
+    source_faces: torch.Tensor | None = None   # (F_src, 3) the input's faces, input vertex indices
+
+    def to_source(self, values: torch.Tensor) -> torch.Tensor:
+        """Per-vertex values (..., V, d) -> the same in the input mesh's vertex order (..., V_src, d)."""
+        return values if self.source_index is None else values[..., self.source_index, :]
+
+    @property
+    def output_faces(self) -> torch.Tensor:
+        """(F_src, 3) the input's faces in its own order (indices into :meth:`to_source` rows)."""
+        return self.faces if self.source_faces is None else self.source_faces
 
     @property
     def n_joints(self) -> int:
@@ -170,10 +182,22 @@ def joint_world_transforms(template: Template, shape: Shape, pose: Pose) -> tupl
 # building a template from a skinned mesh
 
 def _weld(vertices: np.ndarray, faces: np.ndarray, weights: np.ndarray, tol: float):
-    """Merge vertices at the same position (glTF meshes are often unwelded at UV seams)."""
-    key = np.round(vertices / tol).astype(np.int64)
+    """Merge vertices at the same position with the same weights (glTF meshes are often unwelded
+    at UV seams).
+
+    Welded vertices keep the order of their first occurrence, so a mesh with nothing to merge
+    comes back unchanged (same vertex order, same faces). Returns (vertices, faces, weights,
+    inverse (V_src,) the welded index of every input vertex)."""
+    # position and skinning weights: a seam duplicate has both equal; two parts that only touch
+    # (a cap centre on a joint) keep their own vertices and weights
+    key = np.concatenate([np.round(vertices / tol), np.round(weights * 1e4)], 1).astype(np.int64)
     _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
+    order = np.argsort(first, kind="stable")          # unique rows in first-occurrence order
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    inverse = rank[inverse]
+    first = first[order]
     faces = inverse[faces]
     faces = faces[(faces[:, 0] != faces[:, 1]) & (faces[:, 1] != faces[:, 2]) & (faces[:, 0] != faces[:, 2])]
     return vertices[first], faces, weights[first], inverse
@@ -185,15 +209,24 @@ def side_free_name(name: str) -> str:
     return _SIDE.sub("", base).strip("_.- ").lower()
 
 
-def _mirror(vertices: np.ndarray, axis: int, tol: float, excluded: np.ndarray):
-    """Pair each vertex with its mirror image across the plane x_axis = 0.
+def _mirror(vertices: np.ndarray, axis: int, tol: float, excluded: np.ndarray,
+            pairs: np.ndarray | None = None):
+    """Pair each vertex with its mirror image across the plane x_axis = 0 (or take the given
+    ``pairs`` (n, 2) of welded indices instead of searching).
 
     Returns offset_index (V,) and offset_mirror (V, 3) and the number of free offsets."""
-    from scipy.spatial import cKDTree
+    if pairs is None:
+        from scipy.spatial import cKDTree
 
-    flipped = vertices.copy()
-    flipped[:, axis] *= -1
-    dist, partner = cKDTree(vertices).query(flipped)
+        flipped = vertices.copy()
+        flipped[:, axis] *= -1
+        dist, partner = cKDTree(vertices).query(flipped)
+        ok = (dist < tol) & (partner[partner] == np.arange(len(vertices)))
+        partner = np.where(ok, partner, -1)
+    else:
+        partner = -np.ones(len(vertices), np.int64)
+        for i, j in pairs:
+            partner[i], partner[j] = j, i
     index = -np.ones(len(vertices), np.int64)
     mirror = np.ones((len(vertices), 3))
     count = 0
@@ -201,34 +234,216 @@ def _mirror(vertices: np.ndarray, axis: int, tol: float, excluded: np.ndarray):
         if excluded[v] or index[v] >= 0:
             continue
         j = partner[v]
-        if dist[v] < tol and j != v and partner[j] == v and not excluded[j] and index[j] < 0:
+        if j >= 0 and j != v and not excluded[j] and index[j] < 0:
             index[v], index[j] = count, count
             mirror[j, axis] = -1.0
         else:
             index[v] = count
-            if abs(vertices[v, axis]) < tol:
+            if pairs is None and abs(vertices[v, axis]) < tol:
                 mirror[v, axis] = 0.0  # on the plane: stays on it
         count += 1
     return index, mirror, count
+
+
+KEYPOINT_MAP_HELP = ("a keypoint map is name: JOINT, name: {joint: JOINT}, or name: {vertices: [i, ...], "
+                     "weights: [w, ...]} (input vertex indices), optionally under a top-level 'keypoints:' key")
+
+
+def parse_keypoint_map(spec, joint_names: list[str], n_vertices: int) -> dict:
+    """A keypoint map (YAML already loaded) -> {name: ("joint", j) | ("vertices", ids, weights)}.
+
+    Accepted: ``{name: JOINT}``, ``{name: {joint: JOINT}}``, ``{name: {vertices: [...],
+    weights: [...]}}`` (weights default to equal; indices of the input mesh), each either at the
+    top level or under a ``keypoints:`` section (other top-level keys are then ignored). Every
+    wrong entry is named in one ValueError."""
+    if isinstance(spec, dict) and isinstance(spec.get("keypoints"), dict):
+        spec = spec["keypoints"]
+    if not isinstance(spec, dict) or not spec:
+        raise ValueError(f"the keypoint map is not a mapping of names: {KEYPOINT_MAP_HELP}")
+    out, errors = {}, []
+    for name, entry in spec.items():
+        where = f"keypoint '{name}'"
+        if isinstance(entry, dict) and set(entry) == {"joint"}:
+            entry = entry["joint"]
+        if isinstance(entry, str):
+            if entry not in joint_names:
+                errors.append(f"{where} names an unknown joint '{entry}'")
+            else:
+                out[str(name)] = ("joint", joint_names.index(entry))
+            continue
+        if isinstance(entry, dict) and "vertices" in entry and set(entry) <= {"vertices", "weights"}:
+            ids = entry["vertices"]
+            ids = [ids] if isinstance(ids, int) else ids
+            if not isinstance(ids, list) or not ids or not all(isinstance(i, int) and not isinstance(i, bool)
+                                                                for i in ids):
+                errors.append(f"{where}: 'vertices' must be a non-empty list of vertex indices")
+                continue
+            bad = [i for i in ids if not 0 <= i < n_vertices]
+            if bad:
+                errors.append(f"{where}: vertex index {bad[0]} outside the template's {n_vertices} vertices")
+                continue
+            w = entry.get("weights", [1.0] * len(ids))
+            if (not isinstance(w, list) or len(w) != len(ids)
+                    or not all(isinstance(x, (int, float)) and x >= 0 for x in w) or sum(w) <= 0):
+                errors.append(f"{where}: 'weights' must be {len(ids)} non-negative numbers, not all zero")
+                continue
+            out[str(name)] = ("vertices", np.asarray(ids, np.int64), np.asarray(w, float))
+            continue
+        errors.append(f"{where}: {entry!r} is neither a joint name, {{joint: NAME}} nor "
+                      "{vertices: [...], weights: [...]}")
+    if errors:
+        raise ValueError("; ".join(errors) + f" ({KEYPOINT_MAP_HELP})")
+    return out
+
+
+SYMMETRY_KEYS = {"axis", "vertex_pairs", "excluded_vertices", "joint_pairs", "bone_groups"}
+
+
+def parse_symmetry(spec, joint_names: list[str], n_vertices: int) -> dict:
+    """A symmetry file (YAML already loaded) -> checked dict with keys ``axis`` (0/1/2),
+    ``vertex_pairs`` (n, 2) input indices or None, ``excluded_vertices`` (m,) input indices,
+    ``joint_pairs`` [(i, j)] or None, ``bone_groups`` [[i, ...]]. Every wrong entry is named
+    in one ValueError."""
+    if not isinstance(spec, dict):
+        raise ValueError(f"the symmetry file is not a mapping (keys: {', '.join(sorted(SYMMETRY_KEYS))})")
+    errors = [f"unknown key '{k}' (keys: {', '.join(sorted(SYMMETRY_KEYS))})" for k in spec if k not in SYMMETRY_KEYS]
+    axis = spec.get("axis", "x")
+    axes = {"x": 0, "y": 1, "z": 2, 0: 0, 1: 1, 2: 2}
+    if axis not in axes:
+        errors.append(f"axis {axis!r}: expected x, y or z")
+    out = {"axis": axes.get(axis, 0), "vertex_pairs": None, "excluded_vertices": np.zeros(0, np.int64),
+           "joint_pairs": None, "bone_groups": []}
+
+    def vertex_list(key, width):
+        value = spec.get(key)
+        if value is None:
+            return None
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "iu" or (width and (arr.ndim != 2 or arr.shape[1] != width)) or \
+                (not width and arr.ndim != 1):
+            errors.append(f"{key}: expected a list of {'pairs of ' if width else ''}vertex indices")
+            return None
+        if arr.size and (arr.min() < 0 or arr.max() >= n_vertices):
+            errors.append(f"{key}: vertex index {int(arr.max() if arr.max() >= n_vertices else arr.min())} "
+                          f"outside the template's {n_vertices} vertices")
+            return None
+        return arr.astype(np.int64)
+
+    out["vertex_pairs"] = vertex_list("vertex_pairs", 2)
+    excluded = vertex_list("excluded_vertices", 0)
+    if excluded is not None:
+        out["excluded_vertices"] = excluded
+
+    def joints_of(key, group, size=None):
+        if not isinstance(group, list) or (size and len(group) != size) or not group:
+            errors.append(f"{key}: {group!r} is not a list of {size or 'some'} joint names")
+            return None
+        unknown = [g for g in group if g not in joint_names]
+        if unknown:
+            errors.append(f"{key}: unknown joint '{unknown[0]}'")
+            return None
+        return [joint_names.index(g) for g in group]
+
+    if spec.get("joint_pairs") is not None:
+        pairs = [joints_of("joint_pairs", g, 2) for g in (spec["joint_pairs"] or [])]
+        out["joint_pairs"] = [tuple(p) for p in pairs if p is not None]
+    out["bone_groups"] = [g for g in (joints_of("bone_groups", g) for g in (spec.get("bone_groups") or []))
+                          if g is not None]
+    if errors:
+        raise ValueError("symmetry file: " + "; ".join(errors))
+    return out
+
+
+def bone_groups(joint_names: list[str], parents: list[int], joints: np.ndarray, free: np.ndarray,
+                weighted_below: np.ndarray, tol: float, axis: int = 0,
+                joint_pairs: list[tuple[int, int]] | None = None,
+                groups: list[list[int]] | None = None) -> tuple[np.ndarray, list[str]]:
+    """One scale per bone, shared only by symmetric pairs and by ``groups`` the user asks for.
+
+    A bone is joint i with its parent p (non-zero length, skin below it or a moving parent, so
+    leaf joints such as foot tips count). It is left out only
+    where its scale is a pure translation: the single scaled child of a joint that does not
+    move by itself (a root above the skin). Symmetric pairs: ``joint_pairs`` when given, else
+    joints whose names differ only by side (left/right, l/r) and whose rest positions mirror
+    across the plane x_axis = 0 (within ``tol``). Returns (bone_group (J,), group names)."""
+    n = len(parents)
+    candidate = np.array([parents[i] >= 0 and (weighted_below[i] or free[parents[i]])
+                          and np.linalg.norm(joints[i] - joints[parents[i]]) > tol * 1e-3 for i in range(n)])
+    children = np.zeros(n, np.int64)
+    for i in range(n):
+        if candidate[i]:
+            children[parents[i]] += 1
+    scaled = np.array([candidate[i] and (free[parents[i]] or children[parents[i]] >= 2) for i in range(n)])
+    parent_of = list(range(n))          # union-find over joints
+
+    def find(i):
+        while parent_of[i] != i:
+            parent_of[i] = parent_of[parent_of[i]]
+            i = parent_of[i]
+        return i
+
+    def union(i, j):
+        parent_of[find(j)] = find(i)
+
+    if joint_pairs is None:
+        joint_pairs = []
+        for i in range(n):
+            for j in range(i + 1, n):
+                if not (scaled[i] and scaled[j]) or side_free_name(joint_names[i]) != side_free_name(joint_names[j]):
+                    continue
+                if joint_names[i].lower() == joint_names[j].lower():
+                    continue
+                mirrored = joints[j].copy()
+                mirrored[axis] *= -1
+                if np.linalg.norm(joints[i] - mirrored) < tol and abs(joints[i][axis]) > tol * 0.5:
+                    joint_pairs.append((i, j))
+    for i, j in joint_pairs:
+        union(i, j)
+    for g in groups or []:
+        for j in g[1:]:
+            union(g[0], j)
+    bone_group = -np.ones(n, np.int64)
+    names: list[str] = []
+    roots: dict[int, int] = {}
+    for i in range(n):
+        if not scaled[i]:
+            continue
+        r = find(i)
+        if r not in roots:
+            roots[r] = len(names)
+            members = [joint_names[k] for k in range(n) if scaled[k] and find(k) == r]
+            names.append("+".join(members))
+        bone_group[i] = roots[r]
+    return bone_group, names
 
 
 def template_from_mesh(vertices: np.ndarray, faces: np.ndarray, weights: np.ndarray,
                        joint_names: list[str], parents: np.ndarray, rest_world: np.ndarray, *,
                        unit_mm: float, keypoints: dict | None = None, limits: dict | None = None,
                        mirror_axis: int = 0, exclude_offsets: str | None = None,
-                       weld: bool = True) -> Template:
+                       weld: bool = True, symmetry: dict | None = None) -> Template:
     """Build a :class:`Template` (mm) from skinned-mesh arrays in the file's units.
 
-    ``keypoints``: name -> joint name, or name -> {"vertices": [...], "weights": [...]}; by
-    default every joint that carries skinning weight is a keypoint of its own name.
+    ``keypoints``: a keypoint map (:func:`parse_keypoint_map`); by default every joint that
+    carries skinning weight is a keypoint of its own name.
     ``limits``: joint name -> [[lo x, y, z], [hi x, y, z]] (radians); default ±π.
     ``exclude_offsets``: a regular expression of joint names whose dominantly skinned vertices
-    get no offset (BigMaQ excludes the hands)."""
+    get no offset (BigMaQ excludes the hands).
+    ``symmetry``: a symmetry file (:func:`parse_symmetry`): mirror axis, vertex pairs sharing an
+    offset, excluded vertices, bone pairs sharing a scale, extra bone groups.
+    Vertices at one position are welded for the fit; the input's vertex and face order is kept
+    in ``source_index`` / ``source_faces``."""
     vertices = np.asarray(vertices, np.float64) * unit_mm
+    faces = np.asarray(faces, np.int64)
+    n_source = len(vertices)
     rest_world = np.asarray(rest_world, np.float64).copy()
     rest_world[:, :3, 3] *= unit_mm
     diag = float(np.linalg.norm(np.ptp(vertices, 0)))
-    welded_from = None
+    sym = parse_symmetry(symmetry, list(joint_names), n_source) if symmetry is not None else None
+    if sym is not None:
+        mirror_axis = sym["axis"]
+    source_faces = faces.copy()
+    welded_from = np.arange(n_source)
     if weld:
         vertices, faces, weights, welded_from = _weld(vertices, faces, weights, 1e-6 * diag)
     n_joints = len(joint_names)
@@ -255,41 +470,33 @@ def template_from_mesh(vertices: np.ndarray, faces: np.ndarray, weights: np.ndar
         if name not in joint_names:
             raise ValueError(f"joint limits name an unknown joint '{name}' (joints: {', '.join(joint_names)})")
         lim[joint_names.index(name)] = np.asarray(box, float).reshape(2, 3)
-    group_names, bone_group = [], -np.ones(n_joints, np.int64)
-    for i, p in enumerate(parents):
-        if p < 0 or not free[p] or np.linalg.norm(joints[i] - joints[p]) < 1e-6 * diag or not has_weighted_below[i]:
-            continue
-        key = side_free_name(joint_names[i])
-        if key not in group_names:
-            group_names.append(key)
-        bone_group[i] = group_names.index(key)
+    bone_group, group_names = bone_groups(
+        list(joint_names), parents, joints, free, has_weighted_below, 0.02 * diag, mirror_axis,
+        None if sym is None else sym["joint_pairs"], None if sym is None else sym["bone_groups"])
     excluded = np.zeros(len(vertices), bool)
     if exclude_offsets:
         pattern = re.compile(exclude_offsets, re.IGNORECASE)
         hit = np.array([bool(pattern.search(n)) for n in joint_names])
         excluded = weights[:, hit].sum(1) > 0.5
-    index, mirror, count = _mirror(vertices, mirror_axis, 1e-3 * diag, excluded)
+    pairs = None
+    if sym is not None:
+        excluded[welded_from[sym["excluded_vertices"]]] = True
+        if sym["vertex_pairs"] is not None:
+            pairs = welded_from[sym["vertex_pairs"]]
+            pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    index, mirror, count = _mirror(vertices, mirror_axis, 1e-3 * diag, excluded, pairs)
     if keypoints is None:
         keypoints = {joint_names[j]: joint_names[j] for j in range(n_joints) if carries[j]}
-    kp_names = list(keypoints)
+    kp_map = parse_keypoint_map(keypoints, list(joint_names), n_source)
+    kp_names = list(kp_map)
     kj = np.zeros((len(kp_names), n_joints))
     kv = np.zeros((len(kp_names), len(vertices)))
     for k, name in enumerate(kp_names):
-        spec = keypoints[name]
-        if isinstance(spec, str):
-            if spec not in joint_names:
-                raise ValueError(f"keypoint '{name}' names an unknown joint '{spec}'")
-            kj[k, joint_names.index(spec)] = 1.0
-        elif isinstance(spec, dict) and "vertices" in spec:
-            ids = np.asarray(spec["vertices"], np.int64)
-            if welded_from is not None:
-                ids = welded_from[ids]
-            w = np.asarray(spec.get("weights", np.ones(len(ids))), float)
-            if ids.min() < 0 or ids.max() >= len(vertices):
-                raise ValueError(f"keypoint '{name}': vertex index out of range")
-            np.add.at(kv[k], ids, w / w.sum())
+        entry = kp_map[name]
+        if entry[0] == "joint":
+            kj[k, entry[1]] = 1.0
         else:
-            raise ValueError(f"keypoint '{name}': expected a joint name or {{vertices: [...], weights: [...]}}")
+            np.add.at(kv[k], welded_from[entry[1]], entry[2] / entry[2].sum())
     edges = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
     edges = np.unique(np.sort(edges, 1), axis=0)
     t = lambda a, d=torch.float32: torch.as_tensor(np.asarray(a), dtype=d)  # noqa: E731
@@ -300,7 +507,8 @@ def template_from_mesh(vertices: np.ndarray, faces: np.ndarray, weights: np.ndar
         offset_index=t(index, torch.int64), offset_mirror=t(mirror), keypoint_names=kp_names,
         keypoints_joint=t(kj), keypoints_vertex=t(kv),
         extremity=t([bool(EXTREMITY.search(n)) for n in joint_names], torch.bool),
-        edges=t(edges, torch.int64), n_offsets=int(count), meta={"mirror_axis": mirror_axis})
+        edges=t(edges, torch.int64), n_offsets=int(count), meta={"mirror_axis": mirror_axis},
+        source_index=t(welded_from, torch.int64), source_faces=t(source_faces, torch.int64))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -316,6 +524,9 @@ def template_to_tensors(template: Template) -> tuple[dict, dict]:
     tensors["template.parents"] = torch.as_tensor(template.parents, dtype=torch.int64)
     tensors["template.free"] = template.free.to(torch.uint8)
     tensors["template.extremity"] = template.extremity.to(torch.uint8)
+    tensors["template.source_index"] = (torch.arange(len(template.vertices)) if template.source_index is None
+                                        else template.source_index)
+    tensors["template.source_faces"] = template.output_faces
     meta = {"joint_names": template.joint_names, "group_names": template.group_names,
             "keypoint_names": template.keypoint_names, "n_offsets": template.n_offsets,
             "template_meta": template.meta}
@@ -329,4 +540,6 @@ def template_from_tensors(tensors: dict, meta: dict) -> Template:
     return Template(parents=[int(p) for p in tensors["template.parents"]],
                     joint_names=list(meta["joint_names"]), group_names=list(meta["group_names"]),
                     keypoint_names=list(meta["keypoint_names"]), n_offsets=int(meta["n_offsets"]),
-                    meta=dict(meta.get("template_meta") or {}), **get)
+                    meta=dict(meta.get("template_meta") or {}),
+                    source_index=tensors.get("template.source_index"),
+                    source_faces=tensors.get("template.source_faces"), **get)

@@ -1,0 +1,76 @@
+"""fit-avatar on a template it was never tuned on (the procedural hexapod of tests/data/hexapod),
+through the installed command: the user's vertex and face order in the avatar and the .glb,
+the keypoint-map schema (nested 'keypoints:', {joint: NAME}, vertex sets), --symmetry, every bone
+its own scale, and one-line errors naming every wrong map entry (issue 34, items 1, 3, 4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+HEX = Path(__file__).resolve().parents[1] / "data" / "hexapod"
+SMALL = "--frames 4 --rig ring:6 --crop 32"
+SHAPE = "--n-keyframes 2 --steps 20,30,30,10 --threads 1"
+
+
+def test_hexapod_avatar_and_glb_keep_the_input_vertex_and_face_order(sh, tmp_path):
+    glb, kp, sym = HEX / "hexapod.glb", HEX / "hexapod_keypoints.yaml", HEX / "hexapod_symmetry.yaml"
+    script = f"""
+    set -e
+    cortexkit fit-avatar synth {glb} --keypoints {kp} --symmetry {sym} {SMALL} -o views.st
+    cortexkit fit-avatar shape {glb} views.st --keypoints {kp} --symmetry {sym} {SHAPE} -v -o avatar.st 2> shape.log
+    cortexkit fit-avatar track avatar.st views.st --steps 20 --window 4 --overlap 1 --threads 1 -v \
+      -o poses.st 2> track.log
+    cortexkit fit-avatar export avatar.st poses.st -o fitted.glb --obj-dir frames/
+    """
+    proc = sh(script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    from cortexkit.formats.artifact import read_artifact
+    from cortexkit.formats.gltf import read_gltf
+
+    source = read_gltf(glb)
+    back = read_gltf(tmp_path / "fitted.glb")
+    art = read_artifact(tmp_path / "avatar.st", framework="np")
+    rest = art.tensors["mesh.vertices"]                     # mm, the input's vertex order
+    assert rest.shape == source.vertices.shape
+    np.testing.assert_array_equal(back.faces, source.faces)  # same faces, same order
+    np.testing.assert_allclose(back.vertices * 1000.0, rest, atol=1e-2)
+    # vertex i of the result is vertex i of the input: offsets are a few per cent of the body,
+    # far below the distance to any other vertex position of the input
+    scale = float(art.tensors["shape.scale"][0])
+    moved = np.linalg.norm(rest / scale - source.vertices * 1000.0, axis=1)
+    assert np.median(moved) < 3.0, np.median(moved)          # mm, body ~300 mm
+    np.testing.assert_allclose(back.weights, source.weights, atol=1e-6)
+    obj = (tmp_path / "frames" / "frame00000.obj").read_text().splitlines()
+    assert sum(line.startswith("v ") for line in obj) == len(source.vertices)
+    assert [line for line in obj if line.startswith("f ")][0] == "f %d %d %d" % tuple(source.faces[0] + 1)
+    # the symmetry file pairs 9 of the 12 leg bones (not the feet): 35 bones, 26 scales
+    meta = art.meta_json("cortexkit.avatar")
+    # every stage and iteration loop reports: -v per-step figures, a stop record per stage
+    log = (tmp_path / "shape.log").read_text()
+    for stage in ("global", "pose", "bones", "mesh"):
+        assert f"shape {stage} step" in log and f"shape {stage}: stopped after" in log, log
+    stops = art.meta_json("cortexkit.stopped")
+    assert [s["stage"] for s in stops] == ["shape global", "shape pose", "shape bones", "shape mesh"]
+    assert stops[-1]["ran"] == stops[-1]["planned"] == 10 and stops[-1]["reason"] == "completed"
+    track_log = (tmp_path / "track.log").read_text()
+    assert "track window 1" in track_log and "track: stopped after 4 of 4 frames" in track_log
+    assert read_artifact(tmp_path / "poses.st", framework="np").meta_json("cortexkit.stopped")[-1]["stage"] == "track"
+    assert len(meta["group_names"]) == 26 and "neck1" in meta["group_names"] and "abdomen1" in meta["group_names"]
+
+
+def test_wrong_keypoint_map_and_symmetry_entries_are_named_in_one_line(cli, tmp_path, one_line_error):
+    glb = HEX / "hexapod.glb"
+    bad = tmp_path / "map.yaml"
+    bad.write_text("template: hexapod.glb\nkeypoints:\n  nose: {joint: snout}\n  knee: tibia1_L\n"
+                   "  eye: {vertices: [100000]}\n")
+    out = tmp_path / "v.st"
+    p = cli("fit-avatar", "synth", glb, "--keypoints", bad, *SMALL.split(), "-o", out)
+    one_line_error(p, "fit-avatar synth", "'nose' names an unknown joint 'snout'", "'eye': vertex index 100000")
+    assert "knee" not in p.stderr and not out.exists()
+    sym = tmp_path / "sym.yaml"
+    sym.write_text("axis: q\njoint_pairs: [[coxa1_L, coxa9_R]]\n")
+    p = cli("fit-avatar", "synth", glb, "--symmetry", sym, *SMALL.split(), "-o", out)
+    one_line_error(p, "fit-avatar synth", "axis 'q'", "unknown joint 'coxa9_R'")
+    assert not out.exists()

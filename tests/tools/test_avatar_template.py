@@ -1,0 +1,118 @@
+"""The template as the user made it (issue 34): vertex and face order kept through the weld, every
+bone its own scale (symmetric pairs and requested groups only), the keypoint-map and symmetry
+schemas with one error naming every wrong entry. On the procedural hexapod (tests/data/hexapod)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+HEX = Path(__file__).resolve().parents[1] / "data" / "hexapod"
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    from cortexkit.formats.gltf import read_gltf
+
+    return read_gltf(HEX / "hexapod.glb")
+
+
+def build(mesh, **kw):
+    from cortexkit.tools.avatar.model import template_from_mesh
+
+    return template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
+                              mesh.rest_world, unit_mm=1000.0, **kw)
+
+
+def test_weld_keeps_the_input_order_and_maps_back(mesh):
+    tpl = build(mesh)
+    assert len(tpl.vertices) < len(mesh.vertices)           # the seams were welded for the fit
+    np.testing.assert_allclose(tpl.to_source(tpl.vertices).numpy(), mesh.vertices * 1000.0, atol=1e-3)
+    np.testing.assert_array_equal(tpl.output_faces.numpy(), mesh.faces)
+    # welded vertices keep their first occurrence's order: increasing first input index
+    first = np.array([np.nonzero(tpl.source_index.numpy() == i)[0][0] for i in range(len(tpl.vertices))])
+    assert (np.diff(first) > 0).all()
+    # a mesh with nothing to weld comes back in exactly its own order
+    keep = np.unique(tpl.source_index.numpy(), return_index=True)[1]
+    faces = np.searchsorted(np.sort(keep), keep[tpl.faces.numpy()])
+    plain = build(type(mesh)(mesh.vertices[np.sort(keep)], faces, mesh.weights[np.sort(keep)],
+                             mesh.joint_names, mesh.parents, mesh.rest_world))
+    np.testing.assert_array_equal(plain.source_index.numpy(), np.arange(len(keep)))
+    np.testing.assert_array_equal(plain.faces.numpy(), faces)
+
+
+def test_every_bone_gets_a_scale_root_children_included_pairs_share(mesh):
+    tpl = build(mesh)
+    group = dict(zip(tpl.joint_names, tpl.bone_group.tolist()))
+    # the root is unweighted: its two children (lower and upper body) still get their own scale
+    assert group["abdomen1"] >= 0 and group["thorax1"] >= 0 and group["abdomen1"] != group["thorax1"]
+    # two neck bones: two scales (no name-based merging of numbered bones)
+    assert group["neck1"] != group["neck2"] and min(group["neck1"], group["neck2"]) >= 0
+    # left/right mirror pairs share, nothing else does
+    assert group["femur2_L"] == group["femur2_R"] and group["femur2_L"] != group["femur1_L"]
+    scaled = [n for n, g in group.items() if g >= 0]
+    assert len(scaled) == len(tpl.joint_names) - 1            # every joint but the root ends a bone
+    sizes = np.bincount([g for g in group.values() if g >= 0])
+    assert set(sizes.tolist()) == {1, 2} and tpl.n_groups == 23
+    # groups only on request: a symmetry file's bone_groups merge, joint_pairs replace the search
+    sym = {"bone_groups": [["neck1", "neck2"]], "joint_pairs": [["coxa1_L", "coxa1_R"]]}
+    asked = build(mesh, symmetry=sym)
+    g2 = dict(zip(asked.joint_names, asked.bone_group.tolist()))
+    assert g2["neck1"] == g2["neck2"] and g2["coxa1_L"] == g2["coxa1_R"] and g2["femur1_L"] != g2["femur1_R"]
+
+
+def test_keypoint_map_schema_nested_joint_entries_and_vertex_sets(mesh):
+    from cortexkit.tools.avatar.model import Pose, Shape, forward
+
+    spec = yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text())
+    tpl = build(mesh, keypoints=spec)     # nested 'keypoints:' beside a 'template:' key
+    assert tpl.keypoint_names[:2] == ["head_tip", "neck1"] and "eye_left" in tpl.keypoint_names
+    _, _, kp = forward(tpl, Shape.neutral(tpl), Pose.zeros(1, tpl))
+    knee = tpl.keypoint_names.index("knee2_L")
+    np.testing.assert_allclose(kp[0, knee].numpy(), tpl.joints[tpl.joint_names.index("tibia2_L")].numpy(), atol=1e-3)
+    eye = spec["keypoints"]["eye_left"]["vertices"]        # input vertex indices, through the weld
+    np.testing.assert_allclose(kp[0, tpl.keypoint_names.index("eye_left")].numpy(),
+                               mesh.vertices[eye].mean(0) * 1000.0, atol=1e-3)
+    bad = {"keypoints": {"a": "nope", "b": {"joint": "head"}, "c": {"vertices": [99999]}, "d": 3,
+                         "e": {"vertices": [1, 2], "weights": [1]}}}
+    with pytest.raises(ValueError) as err:
+        build(mesh, keypoints=bad)
+    text = str(err.value)
+    assert "\n" not in text
+    for fragment in ("'a' names an unknown joint 'nope'", "'c': vertex index 99999", "'d': 3 is neither",
+                     "'e': 'weights' must be 2"):
+        assert fragment in text, text
+    assert "'b'" not in text
+
+
+def test_symmetry_file_vertex_pairs_and_errors(mesh):
+    tpl = build(mesh)
+    pairs = [[0, 7]]     # two input vertices that are no mirror images: paired only because asked
+    sym = build(mesh, symmetry={"axis": "x", "vertex_pairs": pairs, "excluded_vertices": [1]})
+    i, j = (int(sym.source_index[v]) for v in pairs[0])
+    assert sym.offset_index[i] == sym.offset_index[j] >= 0 and int(sym.offset_index[sym.source_index[1]]) == -1
+    assert sym.n_offsets > tpl.n_offsets      # the automatic mirror search is replaced, not added to
+    with pytest.raises(ValueError) as err:
+        build(mesh, symmetry={"axis": "w", "joint_pairs": [["coxa1_L", "nope"]], "pairs": 1})
+    for fragment in ("unknown key 'pairs'", "axis 'w'", "unknown joint 'nope'"):
+        assert fragment in str(err.value)
+
+
+def test_offsets_shape_the_output_in_input_order(mesh):
+    """The fitted rest mesh (avatar mesh.vertices, export) is s (v + Δ) of the welded vertex
+    each input vertex was merged into."""
+    from cortexkit.tools.avatar.export import rest_mesh
+    from cortexkit.tools.avatar.model import Shape
+
+    tpl = build(mesh)
+    shape = Shape(torch.tensor(1.1), torch.ones(tpl.n_groups), torch.randn(tpl.n_offsets, 3))
+    out = rest_mesh(tpl, shape).numpy()
+    from cortexkit.tools.avatar.model import vertex_offsets
+
+    welded = (1.1 * (tpl.vertices + vertex_offsets(tpl, shape.offsets))).numpy()
+    np.testing.assert_allclose(out, welded[tpl.source_index.numpy()], atol=1e-4)
+    assert out.shape == (len(mesh.vertices), 3)
