@@ -194,7 +194,10 @@ def merge(run, files, allow_partial):
 @click.option("--patience", type=click.IntRange(min=1), default=20, show_default=True,
               help="Epochs without validation improvement before stopping.")
 @click.option("--clip", type=POSITIVE, default=5.0, show_default=True, help="Gradient norm clip.")
-@click.option("--max-epochs", type=click.IntRange(min=1), default=None, help="Hard cap on epochs [none].")
+@click.option("--max-epochs", type=click.IntRange(min=1), default=5000, show_default=True,
+              help="Cap on epochs per fit (a safety net: patience ends every measured run long before).")
+@output_option("--log", "log_path", metavar="FILE.yaml", help="Per-fit record: why it stopped, and the per-epoch "
+               "train and validation loss.")
 @click.option("--x-stats", type=click.Choice(["auto", "refit", "keep"]), default="auto", show_default=True,
               help="x z-score when fine-tuning: refit on HF (mf-npe) or keep LF's (mf-tsnpe); auto = the paper's.")
 @click.option("--transforms", type=click.IntRange(min=1), default=5, show_default=True,
@@ -207,7 +210,7 @@ def merge(run, files, allow_partial):
 @click.option("--embedding-dim", type=click.IntRange(min=0), default=0, help="Output size of the mlp embedding [x_dim].")
 def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator, simulator_cmd, timeout, workers,
           partial, x_o_path, observation, hf_budget, rounds, quantile, truncation_samples, ensemble, active_fraction,
-          candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, clip, max_epochs, x_stats,
+          candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, clip, max_epochs, log_path, x_stats,
           transforms, bins, hidden, depth, embedding, embedding_dim):
     """Train a posterior estimator (npe, mf-npe, tsnpe, mf-tsnpe, a-mf-tsnpe) -> npe-posterior."""
     from cortexkit.tools import npe
@@ -217,7 +220,7 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
         method=method, hf_budget=hf_budget, rounds=rounds, quantile=quantile, truncation_samples=truncation_samples,
         ensemble=ensemble, active_fraction=active_fraction, candidates=candidates, lr=lr, lr_pretrain=lr_pretrain,
         batch_size=batch_size, validation_fraction=validation_fraction, patience=patience, clip=clip,
-        max_epochs=max_epochs or 2**31 - 1, x_stats=x_stats, transforms=transforms, bins=bins, hidden=hidden, depth=depth,
+        max_epochs=max_epochs, x_stats=x_stats, transforms=transforms, bins=bins, hidden=hidden, depth=depth,
         embedding=embedding, embedding_dim=embedding_dim, timeout=timeout, workers=workers, seed=run.seed or 0)
     inputs = npe.load_train_inputs(
         config, run.read_artifact, hf=hf_path, lf=lf_path, pretrained=pretrained,
@@ -228,6 +231,8 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
     except npe.PartialFailure as failure:
         _keep_partial(run, partial, failure)
     run.write_artifact(result.tensors, POSTERIOR_KIND, metadata=result.metadata)
+    if log_path:
+        run.write_report({"method": method, "stages": result.stages}, target=log_path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,8 +243,11 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
 @click.option("--x-o", "x_o_path", metavar="FILE", help="Observations (tensor x_o or x); default: the posterior's own x_o.")
 @click.option("--observation", type=int, default=None, help="Use only this row of --x-o (0-based).")
 @click.option("-n", "--num-samples", type=Count(bytes_each=8, what="posterior samples"), default=1000, show_default=True)
-def sample(run, posterior_path, x_o_path, observation, num_samples):
-    """Posterior samples theta ~ q(theta | x_o) for one or many observations -> npe-samples."""
+@click.option("--format", "fmt", type=click.Choice(["samples", "table"]), default="samples", show_default=True,
+              help="samples: npe-samples (theta (observations, samples, parameters)); table: one row per draw, "
+                   "an observation column and one column per parameter, for any table tool (-o *.csv writes CSV).")
+def sample(run, posterior_path, x_o_path, observation, num_samples, fmt):
+    """Posterior samples theta ~ q(theta | x_o) for one or many observations -> npe-samples or a table."""
     from cortexkit.tools import npe
 
     post, art = _read_posterior(run, posterior_path)
@@ -250,8 +258,30 @@ def sample(run, posterior_path, x_o_path, observation, num_samples):
     else:
         raise CortexError("give --x-o FILE: this posterior is amortized and holds no observation")
     theta = npe.sample(post, x_o, num_samples, run.torch_generator(), log=run)
+    if fmt == "table":
+        _write_samples_table(run, theta, post.prior.names, observation or 0)
+        return
     run.write_artifact({"theta": theta, "x_o": x_o}, SAMPLES_KIND,
                        metadata={"npe.parameter_names": post.prior.names, "npe.prior": post.prior.to_spec()})
+
+
+def _write_samples_table(run, theta, names, first_row):
+    """theta (n_obs, n, d) as rows: observation (the row of --x-o), then one column per parameter."""
+    import numpy as np
+
+    from cortexkit.formats.table import Table, to_csv
+
+    n_obs, n, d = theta.shape
+    flat = theta.reshape(n_obs * n, d).double().numpy()
+    columns = {"observation": np.repeat(np.arange(first_row, first_row + n_obs, dtype=np.int64), n)}
+    if "observation" in names:
+        raise CortexError("a parameter is named 'observation'; rename it in the prior to write a table")
+    columns.update({name: np.ascontiguousarray(flat[:, j]) for j, name in enumerate(names)})
+    table = Table(columns, {}, "<samples>")
+    if str(run.output or "").lower().endswith(".csv"):
+        run.write_bytes(to_csv(table))
+    else:
+        run.write_table(table, metadata={"npe.parameter_names": names})
 
 
 @verb(group, "score", output="artifact", torch_options=True)

@@ -3,8 +3,8 @@
 Each function takes typed configs and tensors (or the Artifacts a caller read through
 ``formats.artifact``) and returns tensors, artifacts' contents or reports; nothing here knows
 about click or output paths. Messages go to ``log``, any object with ``info``, ``detail``,
-``warn`` and ``progress(iterable=None, total=None, desc=None)`` (the command line passes its
-``Run``); the default is silent.
+``warn``, ``progress(iterable=None, total=None, desc=None)`` and ``stopped(stage, ran, planned,
+unit, reason, **figures)`` (the command line passes its ``Run``); the default is silent.
 
 A run that fails after some simulations finished raises :class:`PartialFailure`, a CortexError
 that carries those simulations (``tensors``, ``metadata``, an npe-simulations artifact's
@@ -41,6 +41,9 @@ class _Silent:
         from tqdm.auto import tqdm
 
         return tqdm(iterable, total=total, desc=desc, disable=True)
+
+    def stopped(self, stage, ran, planned, unit, reason, **figures) -> dict:
+        return {"stage": stage, "ran": int(ran), "planned": int(planned), "unit": unit, "reason": reason, **figures}
 
 
 SILENT = _Silent()
@@ -595,6 +598,7 @@ class TrainResult:
     posterior: EnsemblePosterior
     tensors: dict
     metadata: dict
+    stages: list = field(default_factory=list)  # per fit: the stop record and the per-epoch curve
 
 
 def train(config: MethodConfig, inputs: TrainInputs, log=SILENT) -> TrainResult:
@@ -607,29 +611,32 @@ def train(config: MethodConfig, inputs: TrainInputs, log=SILENT) -> TrainResult:
 
     method, flow_cfg, base, seed = config.method, config.flow, config.train, config.seed
     prior, pre = inputs.prior, inputs.pretrained
-
-    def on_epoch(epoch, tr, val):
-        log.detail(f"epoch {epoch}: train {tr:.4f} validation {val:.4f}")
+    stages = []  # one entry per fit: the --log curve
 
     history, extra_tensors = {}, {}
     if config.multifidelity and pre is None:
         theta_lf, x_lf = inputs.lf
         log.info(f"pretraining on {theta_lf.shape[0]} LF simulations (lr {config.lr_pretrain:g})")
-        pre, h = M.fit_npe(prior, theta_lf, x_lf, flow_cfg, M._with_lr(base, config.lr_pretrain), seed, on_epoch)
+        mon = StageMonitor(log, "pretraining", base, stages)
+        pre, h = M.fit_npe(prior, theta_lf, x_lf, flow_cfg, M._with_lr(base, config.lr_pretrain), seed, mon)
+        mon.close(h)
         history["pretrain"] = h.summary()
-        log.info(f"pretraining: {h.epochs} epochs, best validation NLL {h.best_val_loss:.4f}")
     if method == "npe":
-        model, h = M.fit_npe(prior, inputs.hf[0], inputs.hf[1], flow_cfg, base, seed, on_epoch)
+        log.info(f"training on {inputs.hf[0].shape[0]} HF simulations (lr {base.lr:g})")
+        mon = StageMonitor(log, "training", base, stages)
+        model, h = M.fit_npe(prior, inputs.hf[0], inputs.hf[1], flow_cfg, base, seed, mon)
+        mon.close(h)
         history["train"] = h.summary()
         posterior = EnsemblePosterior([model])
-        log.info(f"NPE: {h.epochs} epochs, best validation NLL {h.best_val_loss:.4f}")
     elif method == "mf-npe":
-        model, h = M.fine_tune(pre, inputs.hf[0], inputs.hf[1], base, seed, config.refit_x_stats, on_epoch)
+        log.info(f"fine-tuning on {inputs.hf[0].shape[0]} HF simulations (lr {base.lr:g})")
+        mon = StageMonitor(log, "fine-tuning", base, stages)
+        model, h = M.fine_tune(pre, inputs.hf[0], inputs.hf[1], base, seed, config.refit_x_stats, mon)
+        mon.close(h)
         history["finetune"] = h.summary()
         posterior = EnsemblePosterior([model])
-        log.info(f"fine-tuning: {h.epochs} epochs, best validation NLL {h.best_val_loss:.4f}")
     else:
-        posterior, records = _train_sequential(config, inputs, pre if config.multifidelity else None, on_epoch, log)
+        posterior, records = _train_sequential(config, inputs, pre if config.multifidelity else None, stages, log)
         history["rounds"] = [{"n": int(r.theta.shape[0]), "acquired": int(r.acquired.sum()), "invalid": r.n_invalid,
                               "acceptance": r.acceptance, "tau": None if math.isnan(r.tau) else r.tau,
                               "train": r.train} for r in records]
@@ -643,11 +650,45 @@ def train(config: MethodConfig, inputs: TrainInputs, log=SILENT) -> TrainResult:
             "rounds.tau": torch.tensor([r.tau for r in records], dtype=torch.float64),
         }
     tensors = {**posterior_tensors(posterior), **extra_tensors}
-    meta = {**posterior_metadata(posterior), "npe.method": method, "npe.history": history}
-    return TrainResult(posterior, tensors, meta)
+    meta = {**posterior_metadata(posterior), "npe.method": method, "npe.history": history,
+            # why each fit stopped, the same from Python as from the command line
+            "cortexkit.stopped": [{k: v for k, v in st.items() if k not in _CURVE_KEYS} for st in stages]}
+    return TrainResult(posterior, tensors, meta, stages)
 
 
-def _train_sequential(config: MethodConfig, inputs: TrainInputs, pretrained, on_epoch, log):
+_CURVE_KEYS = ("n_train", "n_validation", "train_loss", "val_loss")
+
+
+class StageMonitor:
+    """Talks while one fit runs: a progress bar (epoch, best validation loss, patience left), an
+    epoch line under -v, and when the fit ends one ``log.stopped`` record saying why. The curve
+    (per-epoch losses) is appended to ``stages`` for ``--log``."""
+
+    def __init__(self, log, stage: str, cfg: TrainConfig, stages: list | None = None):
+        self.log, self.stage, self.cfg, self.stages = log, stage, cfg, stages
+        # short enough for 80 columns: "round 2/5 member 3/5: epoch 57, best val -1.2345 (epoch 40), patience 3 left [00:12]"
+        self.bar = log.progress(total=None, desc=stage, unit="epoch",
+                                bar_format="{desc}: epoch {n_fmt}{postfix} [{elapsed}]")
+
+    def __call__(self, rec) -> None:
+        self.bar.set_postfix_str(f"best val {rec.best_val_loss:.4f} (epoch {rec.best_epoch + 1}), "
+                                 f"patience {rec.patience_left} left", refresh=False)
+        self.bar.update(1)
+        self.bar.refresh()  # every epoch, not only after tqdm's minimum interval
+        self.log.detail(f"{self.stage}: epoch {rec.epoch + 1}: train {rec.train_loss:.4f} validation "
+                        f"{rec.val_loss:.4f} best {rec.best_val_loss:.4f} (epoch {rec.best_epoch + 1}), "
+                        f"patience {rec.patience_left} left")
+
+    def close(self, hist) -> None:
+        self.bar.close()
+        reason = hist.stop_reason  # patience (no better validation loss in --patience epochs) or step-cap
+        self.record = self.log.stopped(self.stage, hist.epochs, hist.max_epochs, "epochs", reason,
+                                       best_validation_loss=float(hist.best_val_loss), best_epoch=hist.best_epoch + 1)
+        if self.stages is not None:
+            self.stages.append({**self.record, "n_train": hist.n_train, "n_validation": hist.n_val, **hist.curve()})
+
+
+def _train_sequential(config: MethodConfig, inputs: TrainInputs, pretrained, stages, log):
     from . import methods as M
 
     spec, x_o, prior, seed, rounds = inputs.simulator, inputs.x_o, inputs.prior, config.seed, config.rounds
@@ -672,6 +713,12 @@ def _train_sequential(config: MethodConfig, inputs: TrainInputs, pretrained, on_
         finished.append((theta, x))
         return x
 
+    members = config.members
+
+    def monitor(r, i):
+        label = f"round {r + 1}/{rounds}" + (f" member {i + 1}/{members}" if members > 1 else "")
+        return StageMonitor(log, label, config.train, stages)
+
     def on_round(r, rec):
         log.info(f"round {r + 1}/{rounds}: {rec.theta.shape[0]} HF simulations ({int(rec.acquired.sum())} acquired, "
                  f"{rec.n_invalid} invalid), proposal acceptance {rec.acceptance:.3g}, "
@@ -683,7 +730,7 @@ def _train_sequential(config: MethodConfig, inputs: TrainInputs, pretrained, on_
             ensemble_size=config.members, active_fraction=config.active, rounds=rounds, quantile=config.quantile,
             truncation_samples=config.truncation_samples, candidates=config.candidates or None,
             train_cfg=config.train, seed=seed, refit_x_stats=config.refit_x_stats, on_round=on_round,
-            on_epoch=on_epoch)
+            monitor=monitor)
     except CortexError as err:
         if not finished:
             raise
@@ -883,6 +930,11 @@ def _sbc(config: EvaluateConfig, posterior: EnsemblePosterior, sims, log):
             lq_s[i] = posterior.log_prob(samples[i], x[i])
         lq_true = _log_prob_batched(posterior, theta, x)
     ranks = Q.sbc_ranks(theta, samples)
-    return ranks, {"n_pairs": theta.shape[0], "n_samples": n,
-                   "parameters": Q.sbc_summary(ranks, n, posterior.prior.names),
+    params = Q.sbc_summary(ranks, n, posterior.prior.names)
+    verdict = Q.sbc_verdict(params)
+    if verdict["verdict"] != "calibrated":
+        log.warn(f"SBC: the posterior is miscalibrated over {theta.shape[0]} pairs: {verdict['summary']}")
+    else:
+        log.info(f"SBC: ranks uniform for every parameter over {theta.shape[0]} pairs ({verdict['test']})")
+    return ranks, {"n_pairs": theta.shape[0], "n_samples": n, "calibration": verdict, "parameters": params,
                    "hpd_coverage": Q.expected_coverage(lq_true, lq_s)}

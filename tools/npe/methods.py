@@ -186,11 +186,12 @@ def run_sequential(prior: Prior, simulator: Simulator, x_o: torch.Tensor, n_hf: 
                    ensemble_size: int = 1, active_fraction: float = 0.0, rounds: int = 5,
                    quantile: float = 1e-6, truncation_samples: int = 10**6, candidates: int | None = None,
                    train_cfg: TrainConfig | None = None, seed: int = 0, refit_x_stats: bool = False,
-                   on_round=None, on_epoch=None):
+                   on_round=None, on_epoch=None, monitor=None):
     """TSNPE (pretrained None), MF-TSNPE (pretrained given) or A-MF-TSNPE (ensemble_size > 1,
     active_fraction 0.2). x_o (x_dim,). A pretrained flow keeps its LF x-statistics unless
     ``refit_x_stats`` (then they are re-fitted on the first round's HF data). Returns
-    (EnsemblePosterior, [RoundRecord])."""
+    (EnsemblePosterior, [RoundRecord]). ``monitor(round, member)``, when given, returns the
+    ``on_epoch`` callback of that fit, with a ``close(history)`` called when the fit ends."""
     train_cfg = train_cfg or TrainConfig(lr=LR_FINETUNE)
     if ensemble_size > 1 and pretrained is None:
         raise ValueError("an ensemble needs a pretrained flow to initialise its members")
@@ -232,7 +233,10 @@ def run_sequential(prior: Prior, simulator: Simulator, x_o: torch.Tensor, n_hf: 
             for m in members:
                 m.standardizer.fit(x_all)
         for i, m in enumerate(members):
-            h = train(m, theta_all, x_all, train_cfg, _generator(seed * 1000 + 97 * r + i + 1), on_epoch)
+            hook = monitor(r, i) if monitor is not None else on_epoch
+            h = train(m, theta_all, x_all, train_cfg, _generator(seed * 1000 + 97 * r + i + 1), hook)
+            if monitor is not None:
+                hook.close(h)
             rec.train.append(h.summary())
         posterior = EnsemblePosterior(members)
         if r < rounds - 1:

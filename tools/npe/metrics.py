@@ -84,23 +84,71 @@ def sbc_ranks(theta_true: torch.Tensor, samples: torch.Tensor) -> torch.Tensor:
     return (samples < theta_true[:, None, :]).sum(1)
 
 
-def sbc_summary(ranks: torch.Tensor, n_samples: int, names: list[str], bins: int = 10) -> dict:
-    """Uniformity of SBC ranks per parameter: KS test of (rank + U) / (L + 1) against U(0, 1),
-    chi-square over ``bins`` equal bins, and the mean normalised rank (0.5 if unbiased)."""
+def sbc_summary(ranks: torch.Tensor, n_samples: int, names: list[str], bins: int = 10, alpha: float = 0.05) -> dict:
+    """Uniformity of SBC ranks per parameter: KS test of u = (rank + U) / (L + 1) against U(0, 1),
+    chi-square over ``bins`` equal bins, the mean normalised rank (0.5 if unbiased) and the shape of
+    the rank histogram.
+
+    Shape: under calibration E[u] = 1/2 and Var[u] = 1/12; with n pairs the standard errors are
+    sqrt(1/(12 n)) for the mean and sqrt(1/(180 n)) for the variance ((mu_4 - sigma^4) / n with
+    mu_4 = 1/80). ``dispersion_z`` > 0 means ranks pile at both ends (U-shaped: the true value often
+    falls outside the posterior's bulk, so the posterior is too narrow: over-confident); < 0 means a
+    hump in the middle (too wide: under-confident). ``bias_z`` < 0 means low ranks (the samples lie
+    above the true value: the posterior overestimates), > 0 the reverse.
+
+    A parameter is ``uniform`` unless the KS or the chi-square test rejects at ``alpha`` / (2 d)
+    (Bonferroni over both tests and the d parameters); a rejected one is labelled by the larger of
+    |dispersion_z| and |bias_z|."""
     from scipy import stats
 
     rng = np.random.default_rng(0)
     out = {}
     r = ranks.numpy().astype(float)
+    n = r.shape[0]
+    level = alpha / (2 * max(1, len(names)))
     for j, name in enumerate(names):
-        u = (r[:, j] + rng.uniform(size=r.shape[0])) / (n_samples + 1)
+        u = (r[:, j] + rng.uniform(size=n)) / (n_samples + 1)
         ks = stats.kstest(u, "uniform")
         counts = np.histogram(u, bins=bins, range=(0, 1))[0]
         chi = stats.chisquare(counts)
+        bias_z = float((u.mean() - 0.5) / math.sqrt(1 / (12 * n)))
+        dispersion_z = float((u.var() - 1 / 12) / math.sqrt(1 / (180 * n)))
+        uniform = bool(ks.pvalue >= level and chi.pvalue >= level)
         out[name] = {"ks_stat": float(ks.statistic), "ks_pvalue": float(ks.pvalue),
                      "chi2_pvalue": float(chi.pvalue), "mean_rank": float(u.mean()),
+                     "bias_z": bias_z, "dispersion_z": dispersion_z, "uniform": uniform,
+                     "shape": "uniform" if uniform else _rank_shape(bias_z, dispersion_z),
                      "histogram": [int(c) for c in counts]}
     return out
+
+
+SHAPES = {
+    "u-shaped": "over-confident (posterior too narrow: ranks pile at both ends)",
+    "hump": "under-confident (posterior too wide: ranks gather in the middle)",
+    "low": "biased (posterior overestimates: ranks pile at the low end)",
+    "high": "biased (posterior underestimates: ranks pile at the high end)",
+}
+
+
+def _rank_shape(bias_z: float, dispersion_z: float) -> str:
+    if abs(dispersion_z) >= abs(bias_z):
+        return "u-shaped" if dispersion_z > 0 else "hump"
+    return "low" if bias_z < 0 else "high"
+
+
+def sbc_verdict(parameters: dict, alpha: float = 0.05) -> dict:
+    """The overall statement of an :func:`sbc_summary`: ``calibrated`` when every parameter's ranks
+    pass, else ``miscalibrated`` with the parameters grouped by what their histogram shows."""
+    bad = {name: p["shape"] for name, p in parameters.items() if not p["uniform"]}
+    findings = {}
+    for name, shape in bad.items():
+        findings.setdefault(shape, []).append(name)
+    text = "; ".join(f"{SHAPES[shape]}: {', '.join(names)}" for shape, names in findings.items())
+    return {"verdict": "miscalibrated" if bad else "calibrated", "alpha": alpha,
+            "test": f"KS and chi-square per parameter at alpha / (2 d) = {alpha / (2 * max(1, len(parameters))):.3g}",
+            "over_confident": findings.get("u-shaped", []), "under_confident": findings.get("hump", []),
+            "biased": findings.get("low", []) + findings.get("high", []),
+            "summary": text or "every parameter's ranks are uniform"}
 
 
 def expected_coverage(log_q_true: torch.Tensor, log_q_samples: torch.Tensor,

@@ -3,7 +3,8 @@
 Loss: mean of -log q(theta_i | x_i) over a minibatch. Data split once at random into 90 % train and
 10 % validation; minibatches of min(batch_size, n_train) drawn without replacement, last partial
 batch dropped; Adam; gradient norm clipped to ``clip``; stop when the validation loss has not improved
-for ``patience`` consecutive epochs; the best-validation weights are loaded back at the end.
+for ``patience`` consecutive epochs (or at ``max_epochs``); the best-validation weights are loaded back
+at the end. The history says which limit ended the run (``stop_reason``: patience or step-cap).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ class TrainConfig:
     validation_fraction: float = 0.1
     patience: int = 20
     clip: float = 5.0
-    max_epochs: int = 2**31 - 1
+    max_epochs: int = 5000
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -38,10 +39,28 @@ class TrainHistory:
     val_loss: list[float] = field(default_factory=list)
     n_train: int = 0
     n_val: int = 0
+    max_epochs: int = 0
+    stop_reason: str = ""  # patience | step-cap
 
     def summary(self) -> dict:
         return {"epochs": self.epochs, "best_epoch": self.best_epoch, "best_val_loss": float(self.best_val_loss),
-                "n_train": self.n_train, "n_val": self.n_val}
+                "n_train": self.n_train, "n_val": self.n_val, "stop_reason": self.stop_reason}
+
+    def curve(self) -> dict:
+        """The per-epoch losses, entry k for epoch k + 1 (as printed)."""
+        return {"train_loss": list(self.train_loss), "val_loss": list(self.val_loss)}
+
+
+@dataclass(frozen=True)
+class EpochRecord:
+    """What ``on_epoch`` hears after each epoch (``epoch`` and ``best_epoch`` 0-based)."""
+
+    epoch: int
+    train_loss: float
+    val_loss: float
+    best_val_loss: float
+    best_epoch: int
+    patience_left: int
 
 
 def split_indices(n: int, validation_fraction: float, generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -57,7 +76,7 @@ def train(model, theta: torch.Tensor, x: torch.Tensor, cfg: TrainConfig,
           generator: torch.Generator | None = None, on_epoch=None) -> TrainHistory:
     """Fit ``model`` (anything with ``log_prob(theta, x)``) in place; returns the history.
 
-    theta (n, d), x (n, x_dim). ``on_epoch(epoch, train_loss, val_loss)`` is called after each epoch.
+    theta (n, d), x (n, x_dim). ``on_epoch(EpochRecord)`` is called after each epoch.
     """
     train_idx, val_idx = split_indices(theta.shape[0], cfg.validation_fraction, generator)
     theta_tr, x_tr = theta[train_idx], x[train_idx]
@@ -67,7 +86,7 @@ def train(model, theta: torch.Tensor, x: torch.Tensor, cfg: TrainConfig,
     n_batches = n_train // batch  # drop_last
 
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    hist = TrainHistory(n_train=n_train, n_val=theta_val.shape[0])
+    hist = TrainHistory(n_train=n_train, n_val=theta_val.shape[0], max_epochs=cfg.max_epochs)
     best_state = copy.deepcopy(model.state_dict())
     since_best = 0
     epoch = 0
@@ -88,16 +107,20 @@ def train(model, theta: torch.Tensor, x: torch.Tensor, cfg: TrainConfig,
             val = -model.log_prob(theta_val, x_val).mean().item()
         hist.train_loss.append(total / (n_batches * batch))
         hist.val_loss.append(val)
-        if on_epoch is not None:
-            on_epoch(epoch, hist.train_loss[-1], val)
         if epoch == 0 or val < hist.best_val_loss:
             hist.best_val_loss, hist.best_epoch, since_best = val, epoch, 0
             best_state = copy.deepcopy(model.state_dict())
         else:
             since_best += 1
+        if on_epoch is not None:
+            on_epoch(EpochRecord(epoch, hist.train_loss[-1], val, hist.best_val_loss, hist.best_epoch,
+                                 cfg.patience - since_best))
         epoch += 1
         if since_best >= cfg.patience:
+            hist.stop_reason = "patience"
             break
+    else:
+        hist.stop_reason = "step-cap"
     hist.epochs = epoch
     model.load_state_dict(best_state)
     model.eval()
