@@ -134,6 +134,19 @@ class Size(Int):
         return number
 
 
+class AutoSize(Size):
+    """A :class:`Size` that also takes ``auto`` (resolved by the verb from the data)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        return super().convert(value, param, ctx)
+
+    def check(self, value, params: dict, *, alone: bool = False) -> None:
+        if value != "auto":
+            super().check(value, params, alone=alone)
+
+
 def Count(min: int = 1, max: int | None = None, *, bytes_each: int = 8,
           what: str = "items") -> Size:
     """A number of things the command holds in memory (samples, simulations), ``bytes_each``

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cortexkit.cli.base import tool_group, verb
-from cortexkit.cli.options import Size, option_set
+from cortexkit.cli.options import AutoSize, Size, option_set
 from cortexkit.tools.eeg import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 KIND_TOKENIZER = "eeg-tokenizer"
@@ -227,6 +227,7 @@ def _speed(run, verb_name, windows, started, model_seconds):
               show_default=True,
               help="Encoder size: base = the paper's 12 x 200; small, tiny; auto: from data and device.")
 @click.option("--codebook-size", default="auto", show_default=True, metavar="auto|N",
+              type=AutoSize(min=2, bytes=lambda k, p: 4 * 4 * 32.0 * k, what="codes"),
               help="Codes per codebook; auto: training patches / 16 as a power of two, 256..4096.")
 @click.option("--kmeans-init/--no-kmeans-init", default=True, show_default=True,
               help="Initialise codebooks by cosine k-means on the first batch (the paper: off).")
@@ -258,7 +259,6 @@ def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, 
               no_contrastive, amp, max_windows, validation_share, **reading):
     """Train a tokenizer on recordings -> eeg-tokenizer artifact."""
     _check_output(run)
-    codebook_size = _auto_number(codebook_size, "--codebook-size", int, 2, 65536)
     lr = _auto_number(lr, "--lr", float, 0.0)
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg import api
@@ -295,8 +295,7 @@ def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, 
 
 
 def _auto_number(text, option, kind, low, high=None):
-    """'auto' or a finite number in [low, high] (checked before any work), for --codebook-size
-    and --lr."""
+    """'auto' or a finite number in [low, high] (checked before any work), for --lr."""
     import math
 
     from cortexkit.formats.errors import CortexError
