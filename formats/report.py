@@ -73,12 +73,54 @@ def to_json(obj: Any) -> str:
     return json.dumps(finite(plain(obj)), indent=2, allow_nan=False) + "\n"
 
 
+def report_table(obj: Any):
+    """A report that is a table, as a :class:`~cortexkit.formats.table.Table`: a list of flat
+    records (per-epoch logs) or a mapping of equal-length lists of scalars; else None."""
+    from cortexkit.formats.table import Table
+
+    import numpy as np
+
+    data = plain(obj)
+    if isinstance(data, list) and data and all(isinstance(r, dict) for r in data):
+        names: list[str] = []
+        for record in data:
+            names += [k for k in record if k not in names]
+        data = {n: [r.get(n) for r in data] for n in names}
+    if not isinstance(data, dict) or not data:
+        return None
+    lengths = {len(v) if isinstance(v, list) else -1 for v in data.values()}
+    if len(lengths) != 1 or -1 in lengths:
+        return None
+    columns, levels = {}, {}
+    for name, values in data.items():
+        if any(isinstance(v, (dict, list)) for v in values):
+            return None
+        if all(isinstance(v, (int, float, bool)) or v is None for v in values):
+            columns[name] = np.array([np.nan if v is None else v for v in values],
+                                     dtype=np.float64 if any(isinstance(v, float) or v is None
+                                                             for v in values) else np.int64)
+        else:
+            texts = ["" if v is None else str(v) for v in values]
+            levels[name] = sorted(set(texts))
+            columns[name] = np.array([levels[name].index(t) for t in texts], dtype=np.int64)
+    return Table(columns, levels, "<report>")
+
+
 def write_report(obj: Any, target: str | os.PathLike | None = "-") -> None:
     """Write a report to a file (atomically) or stdout: JSON when the name ends in ``.json``,
-    else YAML. A name that promises a table format (``.csv``, ``.npy``, ...) is refused: the
-    CLI base refuses it before any work (:func:`check_report_target`)."""
-    check_report_target(target)
+    else YAML; a report that is a table (:func:`report_table`, e.g. a per-epoch log) also to
+    ``.csv``/``.tsv``/``.npy``/``.npz``. Any other report given such a name is an error (the
+    CLI base refuses ``-o`` before any work: :func:`check_report_target`)."""
     fmt = suffix_format(target)
+    if fmt in ("csv", "tsv", "npy", "npz"):
+        table = report_table(obj)
+        if table is None:
+            check_report_target(target, "")
+        from cortexkit.formats.stdio import write_bytes
+        from cortexkit.formats.table import encode_table
+
+        write_bytes(target, encode_table(table, fmt), binary=fmt in ("npy", "npz"))
+        return
     write_text(target, to_json(obj) if fmt == "json" else to_yaml(obj))
 
 
@@ -86,5 +128,5 @@ def check_report_target(target: str | os.PathLike | None, what: str = "-o") -> N
     """A report is YAML or JSON: refuse a name that promises another format."""
     fmt = suffix_format(target)
     if fmt not in ("safetensors", "yaml", "json"):
-        raise CortexError(f"{what} {target}: a report is YAML or JSON, not {fmt.upper()}; name "
-                          "the file .yaml or .json")
+        raise CortexError(f"{what} {target}".strip() + f": a report is YAML or JSON, not "
+                          f"{fmt.upper()}; name the file .yaml or .json")

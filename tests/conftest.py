@@ -96,3 +96,41 @@ def cortexkit_exe() -> str:
 def installed() -> tuple[str, dict]:
     """The console script and the environment to run it in, for module-scoped fixtures."""
     return cortexkit_executable(), _env()
+
+
+# ---------------------------------------------------------------------------------------------
+# the slow tier
+
+SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+
+
+def slow_entries() -> set[str]:
+    """Node ids (``tests/x.py::test_y``, parameters dropped) or files (``tests/x.py``) listed
+    in tests/slow_tests.txt, one a line; ``#`` starts a comment."""
+    if not SLOW_LIST.exists():
+        return set()
+    entries = set()
+    for line in SLOW_LIST.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            entries.add(line)
+    return entries
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: the slow tier (tests/slow_tests.txt): long training runs and "
+        "benchmark-sized checks; run with -m slow (the default run has -m 'not slow')")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests listed in tests/slow_tests.txt (chosen from measured durations, one list
+    so the tiers are decided in one place) as ``slow``."""
+    slow = slow_entries()
+    if not slow:
+        return
+    for item in items:
+        nodeid = item.nodeid
+        base = nodeid.split("[", 1)[0]
+        if nodeid in slow or base in slow or nodeid.split("::", 1)[0] in slow:
+            item.add_marker(pytest.mark.slow)

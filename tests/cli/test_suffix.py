@@ -98,3 +98,18 @@ def test_tensors_of_one_row_count_become_a_wide_table_and_others_are_refused(tmp
     with pytest.raises(CortexError, match="NPY holds one"):
         write_artifact(tmp_path / "bad.npy", {"a": np.arange(3), "b": np.arange(3)}, "toy")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["wide.csv"]
+
+
+def test_a_tabular_report_goes_to_csv_and_a_nested_one_is_refused(tmp_path):
+    from cortexkit.formats.errors import CortexError
+    from cortexkit.formats.report import write_report
+
+    log = [{"epoch": 1, "loss": 0.5, "split": "train"}, {"epoch": 2, "loss": 0.25,
+                                                          "split": "test"}]
+    write_report(log, tmp_path / "log.csv")
+    assert (tmp_path / "log.csv").read_text() == "epoch,loss,split\n1,0.5,train\n2,0.25,test\n"
+    write_report(log, tmp_path / "log.yaml")
+    assert yaml.safe_load((tmp_path / "log.yaml").read_text()) == log
+    with pytest.raises(CortexError, match="a report is YAML or JSON, not CSV"):
+        write_report({"model": {"a": 1}}, tmp_path / "nested.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.csv", "log.yaml"]
