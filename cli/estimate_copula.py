@@ -96,7 +96,7 @@ positive = click.FloatRange(min=0, min_open=True)
 @click.option("--columns", default=None, help="Comma-separated columns to use (default: all).")
 @click.option("--drop", default=None, help="Comma-separated columns to leave out.")
 @click.option("--marginals", type=click.Choice(["ecdf", "kde"]), default="ecdf", show_default=True)
-@click.option("--steps", type=click.IntRange(min=1), default=20000, show_default=True,
+@click.option("--steps", type=Size(min=1, seconds=1e-4, what='steps'), default=20000, show_default=True,
               help="Training steps (cdc, reflection).")
 @click.option("--time-limit", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="Stop training after this many seconds (0 = run all --steps).")
@@ -112,10 +112,10 @@ positive = click.FloatRange(min=0, min_open=True)
               help="Tied values in the pseudo-observations.")
 @click.option("--ridge", type=click.FloatRange(min=0), default=1e-5, show_default=True,
               help="Added to the correlation (Gaussian copula, guide, log Z proposal).")
-@click.option("--classes", type=click.IntRange(min=2), default=10, show_default=True)
+@click.option("--classes", type=Size(min=2, bytes=lambda k, p: 4.0 * k * (p.get('hidden') or 1), what='classes'), default=10, show_default=True)
 @click.option("--alpha", type=click.FloatRange(min=0), default=0.2, show_default=True,
               help="Weight of the cross-entropy against the denoising MSE.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="[cdc 1024, reflection 512]")
+@click.option("--batch-size", type=Size(min=1, bytes=16, what='rows per batch'), default=None, help="[cdc 1024, reflection 512]")
 @click.option("--clip", type=positive, default=1.0, show_default=True, help="Gradient-norm clip.")
 @click.option("--ema", type=click.FloatRange(0, 1), default=0.999, show_default=True,
               help="EMA decay of the weights used for evaluation.")
@@ -137,7 +137,7 @@ def fit(run, table, copula, columns, drop, marginals, steps, time_limit, guide, 
 
 input_option = click.option("--input", "space", type=click.Choice(SPACES), default="data", show_default=True,
                             help="What the table holds: data, pseudo-observations (cube) or z.")
-draws_option = click.option("--is-draws", type=click.IntRange(min=1000), default=1_000_000,
+draws_option = click.option("--is-draws", type=Size(min=1000, bytes=16, what='importance draws'), default=1_000_000,
                             show_default=True, help="Importance-sampling draws for log Z.")
 PROPOSAL_HELP = ("log Z proposal: issue = 0.5 N(0, R) + 0.5 N(0, I); samples = a Gaussian mixture fitted "
                  "to the CDC's own samples (inflated) plus the issue's two components as a defensive part")
@@ -216,7 +216,7 @@ def transform(run, model, table, source, target):
 @click.argument("table", metavar="TABLE|-")
 @input_option
 @click.option("--columns", default=None, help="Read these table columns as the model's, in order.")
-@click.option("--samples", type=click.IntRange(min=10), default=2000, show_default=True,
+@click.option("--samples", type=Size(min=10, bytes=16, what='samples'), default=2000, show_default=True,
               help="Samples for W2, Kendall tau and KS (at most the test rows: equal sizes).")
 @draws_option
 @click.option("--proposal", type=click.Choice(["both", "issue", "samples"]), default="both", show_default=True,
@@ -242,7 +242,7 @@ def evaluate(run, model, table, space, columns, samples, is_draws, proposal):
 @click.option("--copula", "spec", required=True,
               help="clayton:theta=3, gumbel:theta=2, frank:theta=5, student:rho=0.6,nu=4, gaussian:rho=0.5, "
                    "a ',survival' flag, or a mixture 0.5*clayton:theta=3+0.5*gumbel:theta=2,survival.")
-@click.option("-d", "--dim", type=click.IntRange(min=2), default=2, show_default=True)
+@click.option("-d", "--dim", type=Size(min=2, bytes=lambda d, p: 8.0 * d * (p.get('count') or 1), what='columns'), default=2, show_default=True)
 @click.option("-n", "--count", type=Count(bytes_each=32, what="rows"), default=1000, show_default=True)
 @click.option("--margins", type=click.Choice(["uniform", "normal", "exponential"]), default="uniform",
               show_default=True, help="Marginal law of the written columns.")

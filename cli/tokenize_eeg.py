@@ -112,7 +112,7 @@ def _encode(run, model, prep, recordings, stride, batch_size, sfreq, channel_nam
               help="Montage, in order (missing channels are an error).")
 @click.option("--mains", type=click.Choice(["50", "60", "none"]), default="60", show_default=True,
               help="Notch frequency (Hz).")
-@click.option("--patches", type=click.IntRange(min=2), default=30, show_default=True,
+@click.option("--patches", type=Size(min=2, bytes=800, what='patches per window'), default=30, show_default=True,
               help="Patches of 200 samples (1 s) per window.")
 @click.option("--preset", type=click.Choice(["base", "small", "tiny"]), default="base",
               show_default=True, help="Encoder size: base = the paper's 12 x 200; small, tiny for CPU.")
@@ -127,7 +127,7 @@ def _encode(run, model, prep, recordings, stride, batch_size, sfreq, channel_nam
               help="dual = TFDual; frequency = one frequency codebook (LaBraM's design, the ablation).")
 @click.option("--stem", type=click.Choice(["time+freq-sum", "time"]), default="time+freq-sum",
               show_default=True, help="Patch embedding: conv stem plus linear |rfft|, or conv only.")
-@click.option("--epochs", type=click.IntRange(min=1), default=20, show_default=True, help="Epochs.")
+@click.option("--epochs", type=Size(min=1, seconds=1e-4, what='epochs'), default=20, show_default=True, help="Epochs.")
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=1e-4, show_default=True,
               help="Peak learning rate (AdamW).")
 @click.option("--min-lr", type=click.FloatRange(min=0), default=1e-5, show_default=True,

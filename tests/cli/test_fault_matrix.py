@@ -1,39 +1,54 @@
-"""The fault matrix: every verb of every registered tool, fed bad inputs through the installed
-``cortexkit``, must fail with exit status 1 and one line ``cortexkit TOOL VERB: error: ...``
-(no traceback, no "internal error"), write nothing, and not hang.
+"""The fault matrix: every verb of every registered tool, fed bad inputs and bad options, must fail
+with one line ``cortexkit TOOL VERB: error: ...`` (exit 1, usage errors 2; no traceback, no
+"internal error"), write nothing, and not hang.
 
 Verbs are enumerated from the command registry, so a new tool joins the matrix when it is
-registered. The bad inputs, each given to every positional input of the verb at once:
+registered. The classes (issue 30):
 
-- ``missing``: a path that does not exist;
-- ``empty``: a zero-byte file;
-- ``truncated``: the first half of a valid artifact;
-- ``garbage``: bytes that are no known format (a safetensors header of nonsense);
-- ``wrong-kind``: a valid artifact of a kind the verb does not read (a table where a model,
-  tokenizer, posterior, avatar ... belongs; a copula model where a table belongs);
-- ``nan``: a table with a NaN cell, for verbs whose first input is a table;
-- ``no-folder``: ``-o`` into a folder that does not exist (every verb, with its other inputs bad
-  too: the output check comes first, so the message must name the output).
+- inputs, given to every positional input of the verb at once: ``missing`` (a path that does not
+  exist), ``empty`` (zero bytes), ``truncated`` (the first half of a valid artifact), ``garbage``
+  (a safetensors header of nonsense), ``wrong-kind`` (a table where a model belongs, a model where
+  a table belongs), ``nan`` (a table with a NaN cell, for verbs whose first input is a table),
+  ``no-folder`` (``-o`` into a folder that does not exist: the output check comes first, so the
+  message names the output);
+- options: every numeric option of every verb at ``0``, ``-1``, ``nan``, ``inf`` and an absurd
+  size (10^12), with the verb's other inputs missing: a value out of range is a usage error, an
+  absurd size is refused with its estimate by the one size guard before any work (or by the
+  missing input); nothing may run away;
+- configs: a ``--config`` that is not YAML, not a mapping, names an unknown option or gives a list
+  where a number belongs;
+- models (the ``models`` fixture builds a small real artifact of each tool's model kinds):
+  tensors whose shapes disagree with the model's stored config, degenerate models (NaN weights,
+  a std of 0, a scale of 0, a correlation of ones), a newer schema version, a damaged
+  ``cortexkit.config``.
 
-The cases run concurrently (subprocesses, two per core) in one fixture; each parametrized test
-then checks its own case, so a failure names the verb and the fault.
+The cases run in-process through the console script's own ``main()`` (same one-line error path
+and exit codes; a subprocess per case would add only torch's import time); the process-level
+faults (signals, pipes, the console script itself) are in test_fault_reproducers.py and
+test_outputs.py. Each case has a 60-s alarm: a hang fails the case instead of the run.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import struct
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from cortexkit.cli import main as entry
-from cortexkit.formats.artifact import encode, build_metadata
+from cortexkit.formats.artifact import build_metadata, encode
+
+SHARED = Path(os.environ.get("CORTEXKIT_SHARED_DATA",
+                             Path(__file__).resolve().parents[2].parent / "shared" / "data"))
+FOX = SHARED / "avatar" / "fox" / "glTF-Binary" / "Fox.glb"
 
 # Options a verb requires before it reads anything (dummy values; the inputs are bad anyway).
 REQUIRED = {
@@ -47,6 +62,17 @@ TABLE_ARGS = {"table", "data", "input", "file"}
 # Verbs that read any artifact kind, so no kind is wrong for them, and NaN is data to them.
 ANY_KIND = {("inspect", ""), ("convert", "")}
 FAULTS = ("missing", "empty", "truncated", "garbage", "wrong-kind", "nan", "no-folder")
+ABSURD = "1000000000000"
+OPTION_VALUES = ("0", "-1", "nan", "inf", ABSURD)
+# Integer options that size nothing by themselves: indices and seeds, caps and thresholds that
+# the data bound (a cap of 10^12 keeps everything; "at most" / "at least" this many), batch sizes
+# capped at the data's rows, NFEs and counts checked against the model's n, cameras or frames
+# against the views. 10^12 is checked against the data when it is read.
+NOT_A_SIZE = {"--observation", "--split-seed", "--n", "--max-windows", "--min-ratings", "--n-items",
+              "--max-samples", "--max-pairs", "--frames", "--n-keyframes", "--patience",
+              "--draws", "--cameras", "--window", "--overlap", "--nfe", "--val-nfe",
+              "--batch-size"}
+ALARM_S = 60
 
 
 def verbs() -> list[tuple[str, str, click.Command]]:
@@ -60,14 +86,69 @@ def verbs() -> list[tuple[str, str, click.Command]]:
     return out
 
 
+class Hang(BaseException):
+    pass
+
+
+@contextmanager
+def alarm(seconds: int):
+    def ring(_signum, _frame):
+        raise Hang()
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_main(args, cwd: Path) -> tuple[int | None, str]:
+    """``cortexkit ARGS`` in this process, in ``cwd`` -> (exit code or None on a hang, stderr)."""
+    runner = CliRunner()
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with runner.isolation() as streams, alarm(ALARM_S):
+            try:
+                entry.main([str(a) for a in args])
+                code = 0
+            except SystemExit as exit_:
+                code = exit_.code if isinstance(exit_.code, int) else 1
+            except Hang:
+                return None, f"hung past {ALARM_S} s"
+            return code, streams[1].getvalue().decode("utf-8", "replace")
+    finally:
+        os.chdir(old)
+
+
+def assert_clean(args, code, stderr, folder: Path, command: str, *, codes=(1,)):
+    """One line ``cortexkit COMMAND: error: ...``, an expected exit status, nothing written."""
+    where = f"cortexkit {' '.join(map(str, args))}\n{stderr}"
+    assert code in codes, where
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, where
+    assert lines[0].startswith(f"cortexkit {command}: error: "), where
+    assert "Traceback" not in stderr and "internal error" not in stderr, where
+    left = sorted(p.name for p in folder.iterdir())
+    assert left == [], f"left behind {left}: {where}"
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs
+
+
 def _table_bytes(values: np.ndarray) -> bytes:
     tensors = {"x": values.astype(np.float64), "y": np.arange(len(values)) % 2}
     meta = build_metadata("table", version="2", extra={"columns": ["x", "y"]})
     return encode(tensors, meta)
 
 
-def make_inputs(folder: Path) -> dict[str, Path]:
-    folder.mkdir()
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("inputs")
     table = _table_bytes(np.linspace(0, 1, 64))
     nan = np.linspace(0, 1, 64)
     nan[3] = np.nan
@@ -85,10 +166,13 @@ def make_inputs(folder: Path) -> dict[str, Path]:
     return paths
 
 
+def _positionals(command: click.Command) -> list[click.Argument]:
+    return [p for p in command.params if isinstance(p, click.Argument) and p.name != "out"]
+
+
 def case_args(tool: str, verb: str, command: click.Command, fault: str,
               inputs: dict[str, Path], out: Path) -> list[str] | None:
-    positionals = [p for p in command.params
-                   if isinstance(p, click.Argument) and p.name != "out"]
+    positionals = _positionals(command)
     if fault in ("wrong-kind", "nan") and (tool, verb) in ANY_KIND:
         return None
     if fault != "no-folder" and not positionals:
@@ -112,59 +196,93 @@ def case_args(tool: str, verb: str, command: click.Command, fault: str,
     return [tool, *([verb] if verb else []), *args, *extra, "-o", str(target)]
 
 
-def _cases():
-    for tool, verb, command in verbs():
-        for fault in FAULTS:
-            yield f"{tool}-{verb or 'main'}-{fault}", tool, verb, command, fault
+VERBS = verbs()
+INPUT_CASES = [(f"{t}-{v or 'main'}-{f}", t, v, c, f) for t, v, c in VERBS for f in FAULTS]
 
 
-CASES = list(_cases())
-
-
-@pytest.fixture(scope="module")
-def results(tmp_path_factory, installed):
-    exe, env = installed
-    root = tmp_path_factory.mktemp("faults")
-    inputs = make_inputs(root / "inputs")
-    jobs = {}
-    for case_id, tool, verb, command, fault in CASES:
-        folder = root / case_id
-        folder.mkdir()
-        args = case_args(tool, verb, command, fault, inputs, folder / "out.st")
-        if args is not None:
-            jobs[case_id] = (folder, args)
-
-    def run(item):
-        case_id, (folder, args) = item
-        try:
-            proc = subprocess.run([exe, *args], capture_output=True,
-                                  cwd=folder, env=env, timeout=300, stdin=subprocess.DEVNULL)
-            return case_id, (args, proc.returncode, proc.stderr.decode("utf-8", "replace"),
-                             sorted(p.name for p in folder.iterdir()))
-        except subprocess.TimeoutExpired:
-            return case_id, (args, None, "timed out after 300 s", [])
-
-    with ThreadPoolExecutor(max_workers=2 * (os.cpu_count() or 1)) as pool:
-        return dict(pool.map(run, jobs.items()))
-
-
-@pytest.mark.parametrize("case_id,tool,verb,command,fault", CASES, ids=[c[0] for c in CASES])
-def test_bad_input_is_one_line_error_and_no_output(results, case_id, tool, verb, command, fault):
-    if case_id not in results:
+@pytest.mark.parametrize("case_id,tool,verb,command,fault", INPUT_CASES,
+                         ids=[c[0] for c in INPUT_CASES])
+def test_bad_input_is_one_line_error_and_no_output(tmp_path, inputs, case_id, tool, verb, command,
+                                                   fault):
+    args = case_args(tool, verb, command, fault, inputs, tmp_path / "out.st")
+    if args is None:
         pytest.skip(f"{fault} does not apply to {tool} {verb}".strip())
-    args, code, stderr, left = results[case_id]
-    where = f"cortexkit {' '.join(args)}\n{stderr}"
-    assert code == 1, where
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1, where
-    assert lines[0].startswith(f"cortexkit {tool}{' ' + verb if verb else ''}: error: "), where
-    assert "Traceback" not in stderr and "internal error" not in stderr, where
-    assert left == [], f"left behind {left}: {where}"
+    code, stderr = run_main(args, tmp_path)
+    line = assert_clean(args, code, stderr, tmp_path, f"{tool}{' ' + verb if verb else ''}")
     if fault == "no-folder":
-        assert "nodir" in lines[0], where
+        assert "nodir" in line, line
+
+
+# ---------------------------------------------------------------------------------------------
+# options: 0, -1, nan, inf and an absurd size for every numeric option of every verb
+
+
+def _numeric_options(command: click.Command) -> list[click.Option]:
+    kinds = (click.types.IntParamType, click.types.FloatParamType)
+    return [p for p in command.params if isinstance(p, click.Option) and not p.is_flag
+            and isinstance(p.type, kinds) and p.nargs == 1 and p.name not in ("seed", "threads")]
+
+
+def _is_int(command: click.Command, option: str) -> bool:
+    param = next(p for p in command.params if isinstance(p, click.Option) and option in p.opts)
+    return isinstance(param.type, click.types.IntParamType)
+
+
+OPTION_CASES = [(f"{t}-{v or 'main'}-{p.opts[-1].lstrip('-')}={value}", t, v, c, p.opts[-1], value)
+                for t, v, c in VERBS for p in _numeric_options(c) for value in OPTION_VALUES]
+
+
+@pytest.mark.parametrize("case_id,tool,verb,command,option,value", OPTION_CASES,
+                         ids=[c[0] for c in OPTION_CASES])
+def test_bad_option_value_is_one_line_error_and_no_output(tmp_path, inputs, case_id, tool, verb,
+                                                          command, option, value):
+    args = case_args(tool, verb, command, "missing", inputs, tmp_path / "out.st")
+    if args is None:  # a verb without inputs: its required options only
+        args = [tool, *([verb] if verb else []),
+                *[a.replace("{bad}", str(inputs["missing"])) for a in REQUIRED.get((tool, verb), [])],
+                "-o", str(tmp_path / "out.st")]
+        inputs_missing = False
+    else:
+        inputs_missing = True
+    args = [*args[:-2], option, value, *args[-2:]] if args[-2] == "-o" else [*args, option, value]
+    code, stderr = run_main(args, tmp_path)
+    command_path = f"{tool}{' ' + verb if verb else ''}"
+    if code == 0 and not inputs_missing:  # a value in range of a verb that needs no input
+        assert value not in ("nan", "inf"), stderr
+        return
+    line = assert_clean(args, code, stderr, tmp_path, command_path, codes=(1, 2))
+    if value == ABSURD and option not in NOT_A_SIZE and _is_int(command, option):
+        # refused by the option's own guard (range or size estimate), before any input is read
+        assert code == 2 and option in line, line
+
+
+# ---------------------------------------------------------------------------------------------
+# configs
+
+
+CONFIGS = {"not-yaml": "a: [1,\n", "not-a-mapping": "- 1\n- 2\n", "unknown-key": "no_such_option: 3\n",
+           "list-for-a-value": "quiet: [1, 2]\n", "binary": b"\xff\xfe\x00garbage"}
+CONFIG_CASES = [(f"{t}-{v or 'main'}-{k}", t, v, c, k) for t, v, c in VERBS for k in CONFIGS]
+
+
+@pytest.mark.parametrize("case_id,tool,verb,command,config", CONFIG_CASES,
+                         ids=[c[0] for c in CONFIG_CASES])
+def test_bad_config_is_one_line_error_and_no_output(tmp_path, tmp_path_factory, inputs, case_id,
+                                                    tool, verb, command, config):
+    folder = tmp_path_factory.mktemp("config")
+    text = CONFIGS[config]
+    path = folder / "bad.yaml"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    args = case_args(tool, verb, command, "missing", inputs, tmp_path / "out.st") or \
+        [tool, *([verb] if verb else []), "-o", str(tmp_path / "out.st")]
+    args = [*args, "--config", str(path)]
+    code, stderr = run_main(args, tmp_path)
+    assert_clean(args, code, stderr, tmp_path, f"{tool}{' ' + verb if verb else ''}", codes=(1, 2))
 
 
 def test_the_matrix_covers_every_registered_verb():
-    covered = {(tool, verb) for _, tool, verb, _, _ in CASES}
+    covered = {(tool, verb) for _, tool, verb, _, _ in INPUT_CASES}
     assert len(covered) == len(verbs()) >= 39
     assert {tool for tool, _ in covered} == set(entry.COMMANDS)
+    assert {(t, v) for _, t, v, *_ in CONFIG_CASES} == covered
+    assert len(OPTION_CASES) > 5 * 150  # every numeric option of every verb, five values each
