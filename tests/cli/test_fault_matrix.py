@@ -286,3 +286,170 @@ def test_the_matrix_covers_every_registered_verb():
     assert {tool for tool, _ in covered} == set(entry.COMMANDS)
     assert {(t, v) for _, t, v, *_ in CONFIG_CASES} == covered
     assert len(OPTION_CASES) > 5 * 150  # every numeric option of every verb, five values each
+
+
+# ---------------------------------------------------------------------------------------------
+# models: shapes against the model's config, degenerate models, damaged metadata
+
+
+def _run_ok(folder: Path, *args) -> None:
+    code, stderr = run_main(args, folder)
+    assert code == 0, f"cortexkit {' '.join(map(str, args))}\n{stderr}"
+
+
+def _rewrite(source: Path, target: Path, change=None, meta=None) -> Path:
+    """``source`` with tensors changed (name -> array or callable of the old array) and metadata
+    changed, written without any check (the damage a reader must catch)."""
+    from cortexkit.formats.artifact import read_artifact
+
+    art = read_artifact(source, framework="np", check=False)
+    tensors = dict(art.tensors)
+    for name, value in (change or {}).items():
+        tensors[name] = value(tensors[name]) if callable(value) else value
+    target.write_bytes(encode(tensors, {**art.metadata, **(meta or {})}))
+    return target
+
+
+def _images(n, seed, classes=3, size=8):
+    rng = np.random.default_rng(seed)
+    labels = np.arange(n) % classes
+    images = rng.integers(0, 60, (n, 1, size, size), dtype=np.uint8)
+    for i, c in enumerate(labels):
+        images[i, :, 2 * c:2 * c + 3, 1:4] = 230
+    return images, labels.astype(np.int64)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> dict[str, Path]:
+    """Small real artifacts of every tool, built in-process in seconds of CPU."""
+    from safetensors.numpy import save_file
+
+    d = tmp_path_factory.mktemp("models")
+    f = {}
+    # estimate-copula
+    _run_ok(d, "estimate-copula", "simulate", "--copula", "clayton:theta=3", "-n", "300", "-o", "sim.st")
+    _run_ok(d, "estimate-copula", "fit", "sim.st", "--copula", "gaussian", "-q", "-o", "cop.st")
+    # train-pcn
+    for name, n, seed in (("train.st", 96, 0), ("test.st", 48, 1)):
+        images, labels = _images(n, seed)
+        save_file({"images": images, "labels": labels}, str(d / name))
+    images, labels = _images(48, 1)
+    labels[0] = 12
+    save_file({"images": images, "labels": labels}, str(d / "test12.st"))
+    _run_ok(d, "train-pcn", "train", "train.st", "--depth", "2", "--width", "8", "--epochs", "1",
+            "--batch-size", "32", "--steps", "1", "--threads", "1", "-q", "-o", "pcn.st")
+    # tokenize-eeg
+    rng = np.random.default_rng(0)
+    np.save(d / "rec.npy", rng.normal(0, 20, (3, 250 * 12)))
+    np.save(d / "huge.npy", rng.normal(0, 1e31, (3, 250 * 12)))
+    np.save(d / "flat0.npy", np.zeros((3, 0)))
+    rec = ["--sfreq", "250", "--channel-names", "C3,CZ,C4"]
+    _run_ok(d, "tokenize-eeg", "train", "rec.npy", *rec, "--channels", "C3,CZ,C4", "--preset", "tiny",
+            "--patches", "4", "--codebook-size", "16", "--epochs", "1", "--batch-size", "4",
+            "--kmeans-init", "--dead-code-threshold", "1", "--threads", "1", "-q", "-o", "tok.st")
+    _run_ok(d, "tokenize-eeg", "encode", "tok.st", "rec.npy", *rec, "-q", "-o", "tokens.st")
+    # sample-permutations
+    orders = [rng.permutation(5) for _ in range(60)]
+    (d / "orders.txt").write_text("\n".join(" ".join(map(str, r)) for r in orders) + "\n")
+    _run_ok(d, "sample-permutations", "encode", "orders.txt", "--representation", "lehmer", "-o", "codes.st")
+    _run_ok(d, "sample-permutations", "fit", "orders.txt", "--model", "mallows", "-q", "-o", "perm.st")
+    # simulate-npe
+    _run_ok(d, "simulate-npe", "simulate", "--task", "ou", "-n", "60", "--seed", "2", "-q", "-o", "hf.st")
+    _run_ok(d, "simulate-npe", "simulate", "--task", "ou", "-n", "3", "--seed", "9", "-q", "-o", "obs.st")
+    _run_ok(d, "simulate-npe", "train", "--method", "npe", "--hf", "hf.st", "--transforms", "1",
+            "--bins", "4", "--hidden", "8", "--depth", "1", "--max-epochs", "2", "--threads", "1",
+            "-q", "-o", "post.st")
+    _run_ok(d, "simulate-npe", "sample", "post.st", "--x-o", "obs.st", "-n", "20", "-q", "-o",
+            "samples.st")
+    # fit-avatar: views of the shipped Fox, and the neutral avatar of its template
+    if FOX.exists():
+        _run_ok(d, "fit-avatar", "synth", FOX, "--template-units", "cm", "--clip", "Walk", "--frames",
+                "2", "--rig", "ring:4", "--crop", "16", "-q", "-o", "views.st")
+        from cortexkit.formats.gltf import read_gltf
+        from cortexkit.tools.avatar.io import avatar_to_tensors
+        from cortexkit.tools.avatar.model import Shape, template_from_mesh
+
+        mesh = read_gltf(FOX)
+        tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names,
+                                 mesh.parents, mesh.rest_world, unit_mm=10.0)
+        tensors, meta = avatar_to_tensors(tpl, Shape.neutral(tpl))
+        (d / "avatar.st").write_bytes(encode({k: v.numpy() for k, v in tensors.items()},
+                                             build_metadata("avatar", extra=meta)))
+    return {p.name: p for p in d.iterdir()}
+
+
+def _codebook_of(n):
+    return lambda old: old[:n]
+
+
+# (case id, the files a case needs made: {name: (source, tensor changes, metadata changes)},
+#  the command line, a fragment of the one-line error)
+MODEL_CASES = [
+    # 4. tensor shapes against the model's stored config
+    *[(f"tokenizer-shape-{verb}", {"bad.st": ("tok.st", {"quantize_f.embedding": _codebook_of(8)}, None)},
+       ["tokenize-eeg", verb, "bad.st", *rest], "its stored config needs [16, 32]")
+      for verb, rest in (("encode", ["rec.npy", "--sfreq", "250", "--channel-names", "C3,CZ,C4"]),
+                         ("decode", ["tokens.st"]), ("features", ["tokens.st"]),
+                         ("evaluate", ["rec.npy", "--sfreq", "250", "--channel-names", "C3,CZ,C4"]))],
+    *[(f"tokens-empty-{verb}", {"empty.st": ("tokens.st", {k: (lambda old: old[:0]) for k in
+                                                          ("token_f", "token_t", "window_start",
+                                                           "window_source", "window_label")}, None)},
+       ["tokenize-eeg", verb, "tok.st", "empty.st"], "hold no windows") for verb in ("features", "decode")],
+    ("codes-length", {"short.st": ("codes.st", {"codes": lambda old: old[:, :3]}, None)},
+     ["sample-permutations", "decode", "short.st"], "expected n = 5"),
+    ("codes-float", {"float.st": ("codes.st", {"codes": lambda old: old.astype(np.float32) + 0.5}, None)},
+     ["sample-permutations", "decode", "float.st"], "expected an integer"),
+    ("npe-samples-parameters", {"s3.st": ("samples.st", {"theta": lambda old: np.concatenate([old, old[..., :1]], -1)}, None)},
+     ["simulate-npe", "score", "post.st", "s3.st"], "does not pair with x_o"),
+    # 5. degenerate models and values
+    ("npe-std-0", {"post0.st": ("post.st", {"member0.standardizer.std": lambda old: old * 0}, None)},
+     ["simulate-npe", "sample", "post0.st", "--x-o", "obs.st", "-n", "5"], "expected values above 0"),
+    ("npe-outside-prior", {"far.st": ("hf.st", {"theta": lambda old: old * 100}, None)},
+     ["simulate-npe", "score", "post.st", "far.st"], "outside the prior"),
+    ("npe-reference-nan", {"refnan.st": ("samples.st", {"theta": lambda old: np.where(old == old.max(), np.nan, old)}, None)},
+     ["simulate-npe", "evaluate", "samples.st", "--reference", "refnan.st"], "NaN"),
+    *[(f"pcn-std-0-{verb}", {"pcn0.st": ("pcn.st", None, {"pcn.preprocess": json.dumps({"mean": [0.2], "std": [0.0]})})},
+       ["train-pcn", verb, "pcn0.st", "test.st"], "one positive std per channel") for verb in ("predict", "evaluate")],
+    ("eeg-huge-values", {}, ["tokenize-eeg", "train", "huge.npy", "--sfreq", "250", "--channel-names",
+                             "C3,CZ,C4", "--channels", "C3,CZ,C4", "--preset", "tiny"], "not scalp EEG"),
+    ("eeg-no-samples", {}, ["tokenize-eeg", "train", "flat0.npy", "--sfreq", "250", "--channel-names",
+                            "C3,CZ,C4", "--channels", "C3,CZ,C4", "--preset", "tiny"], "holds no samples"),
+    ("avatar-scale-0", {"avatar0.st": ("avatar.st", {"shape.scale": lambda old: old * 0}, None)},
+     ["fit-avatar", "track", "avatar0.st", "views.st"], "expected values above 0"),
+    ("views-zero-camera", {"views0.st": ("views.st", {"cameras.K": lambda old: old * 0}, None)},
+     ["fit-avatar", "triangulate", "views0.st"], "not a camera matrix"),
+    ("copula-corr-nan", {"copnan.st": ("cop.st", {"corr": lambda old: old * np.nan}, None)},
+     ["estimate-copula", "sample", "copnan.st", "-n", "5"], "NaN"),
+    # 7. accepted silently before
+    ("pcn-label-out-of-range", {}, ["train-pcn", "evaluate", "pcn.st", "test12.st"], "label 12"),
+    ("triangulate-camera-names", {}, ["fit-avatar", "triangulate", "views.st", "--camera-names", "a,b"],
+     "drop --camera-names"),
+    ("version-99", {"v99.st": ("pcn.st", None, {"cortexkit.version": "99"})},
+     ["train-pcn", "evaluate", "v99.st", "test.st"], "newer cortexkit"),
+    ("damaged-config", {"cfg.st": ("cop.st", None, {"cortexkit.config": "a: [1,\n"})},
+     ["estimate-copula", "sample", "cfg.st", "-n", "5"], "cortexkit.config"),
+    ("dp-batch-past-n", {}, ["dp-fairness-train", "account", "--batch-size", "1e6", "--n", "33916",
+                             "--sigma", "1", "--steps", "100"], "more than the 33916 records"),
+]
+
+
+@pytest.mark.parametrize("case_id,make,args,fragment", MODEL_CASES, ids=[c[0] for c in MODEL_CASES])
+def test_bad_model_or_value_is_one_line_error_and_no_output(tmp_path, models, case_id, make, args,
+                                                            fragment):
+    needs = {a for a in args if isinstance(a, str) and a.endswith((".st", ".npy"))} - set(make)
+    needs |= {source for source, _, _ in make.values()}
+    if not needs <= set(models):
+        pytest.skip(f"needs {sorted(needs - set(models))} (shared data not found)")
+    folder = tmp_path / "work"
+    folder.mkdir()
+    for name in needs:
+        (folder / name).symlink_to(models[name])
+    for name, (source, change, meta) in make.items():
+        _rewrite(models[source], folder / name, change, meta)
+    out = tmp_path / "out" / "x.st"
+    out.parent.mkdir()
+    code, stderr = run_main([*args, "-o", out], folder)
+    command = " ".join(args[:2])
+    assert_clean(args, code, stderr, out.parent, command, codes=(1,))
+    assert fragment in stderr, stderr
+    assert "after a warning" not in stderr or case_id.startswith("views"), stderr
