@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
-from cortexkit.cli.options import NONNEGATIVE, POSITIVE, Float, check_time, option_set
+from cortexkit.cli.options import NONNEGATIVE, POSITIVE, Float, Size, check_time, option_set
 from cortexkit.tools.dpfair import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 KIND_MODEL = "dpfair-model"
@@ -42,9 +42,9 @@ train_options = option_set(
     click.option("--sigma", type=POSITIVE, default=None,
                  help="Gaussian noise multiplier (std / clip). Default: calibrated to the budget "
                       "(about 10 at the planned batch and steps)."),
-    click.option("--steps", type=click.IntRange(min=1), default=None,
+    click.option("--steps", type=Size(min=1, seconds=1e-4, what='steps'), default=None,
                  help="Steps T. Default: the largest T within the budget (at most --max-steps)."),
-    click.option("--max-steps", type=click.IntRange(min=1), default=1000, show_default=True,
+    click.option("--max-steps", type=Size(min=1, seconds=1e-4, what='steps'), default=1000, show_default=True,
                  help="Cap on the calibrated number of steps."),
     click.option("--laplace-b", type=POSITIVE, default=0.03, show_default=True,
                  help="Histogram noise as INVERSE scale: Laplace(0, 1/b) per cell."),
@@ -217,10 +217,10 @@ ACCOUNT_SECONDS_PER_STEP = 3e-5
 @click.option("--sampling-rate", type=Float(0, 1, min_open=True), default=None, help="Poisson rate q.")
 @click.option("--batch-size", type=POSITIVE, default=None, help="Expected batch size B (with --n: q = B / n).")
 @click.option("--n", "n_records", type=click.IntRange(min=1), default=None, help="Training records n.")
-@click.option("--steps", type=click.IntRange(min=0), default=None, help="Steps T (omit to find the largest).")
+@click.option("--steps", type=Size(min=0, seconds=1e-4, what='steps'), default=None, help="Steps T (omit to find the largest).")
 @click.option("--delta", type=Float(0, 1, min_open=True, max_open=True), default=1e-5, show_default=True)
 @click.option("--epsilon", type=POSITIVE, default=None, help="Target epsilon (to find T or sigma).")
-@click.option("--max-steps", type=click.IntRange(min=1), default=5000, show_default=True,
+@click.option("--max-steps", type=Size(min=1, seconds=1e-4, what='steps'), default=5000, show_default=True,
               help="Upper end of the step search.")
 def account(run, **options):
     """Epsilon of (sigma, b, q, T, delta), or the largest T / smallest sigma within a budget. No data."""
@@ -238,7 +238,7 @@ def account(run, **options):
 @click.option("--test", "test_table", required=True, metavar="TEST.csv", help="Held-out table for the Pareto front.")
 @click.option("--gammas", default="0.01,0.02,0.05,0.1,0.15,0.2", show_default=True, metavar="G[,G]",
               help="The gamma grid.")
-@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Runs per gamma.")
+@click.option("--seeds", type=Size(min=1, seconds=0.1, what='training runs per gamma'), default=1, show_default=True, help="Runs per gamma.")
 @click.option("--iterate", type=click.Choice(["last", "average"]), default="average", show_default=True)
 @output_option("--plot", metavar="PNG", help="Also draw test error vs DP gap (needs matplotlib).")
 @data_options

@@ -199,7 +199,7 @@ positive = click.FloatRange(min=0, min_open=True)
 @click.option("--discrete", default=None, help="Comma-separated columns to model as discrete "
               "(integer columns with few levels and categorical ones are detected).")
 @click.option("--marginals", type=click.Choice(["ecdf", "kde"]), default="ecdf", show_default=True)
-@click.option("--steps", type=click.IntRange(min=1), default=None,
+@click.option("--steps", type=Size(min=1, seconds=1e-4, what='steps'), default=None,
               help="Training steps per network (default: planned from --budget).")
 @click.option("--time-limit", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="Stop each network after this many seconds (0 = its share of --budget; none with --steps).")
@@ -220,10 +220,10 @@ positive = click.FloatRange(min=0, min_open=True)
               help="Share of the training rows held out to choose the checkpoint and the candidate.")
 @click.option("--max-levels", type=click.IntRange(min=1), default=32, show_default=True,
               help="Integer columns with at most this many distinct values are discrete.")
-@click.option("--classes", type=click.IntRange(min=2), default=10, show_default=True)
+@click.option("--classes", type=Size(min=2, bytes=lambda k, p: 4.0 * k * (p.get('hidden') or 1), what='classes'), default=10, show_default=True)
 @click.option("--alpha", type=click.FloatRange(min=0), default=0.2, show_default=True,
               help="Weight of the cross-entropy against the denoising MSE.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="[planned; reflection 512]")
+@click.option("--batch-size", type=Size(min=1, bytes=16, what='rows per batch'), default=None, help="[planned; reflection 512]")
 @click.option("--clip", type=positive, default=1.0, show_default=True, help="Gradient-norm clip.")
 @click.option("--ema", type=click.FloatRange(0, 1), default=0.999, show_default=True,
               help="EMA decay of the weights used for evaluation.")
@@ -267,7 +267,7 @@ def fit(run, table, copula, budget, space, columns, drop, discrete, marginals, s
 
 input_option = click.option("--input", "space", type=click.Choice(SPACES), default="data", show_default=True,
                             help="What the table holds: data, pseudo-observations (cube) or z.")
-draws_option = click.option("--is-draws", type=click.IntRange(min=1000), default=200_000,
+draws_option = click.option("--is-draws", type=Size(min=1000, bytes=16, what='importance draws'), default=200_000,
                             show_default=True, help="Most importance-sampling draws for log Z (per proposal).")
 stderr_option = click.option("--is-stderr", type=click.FloatRange(min=0), default=0.005, show_default=True,
                              help="Stop drawing once log Z's standard error is this small (0 = all --is-draws).")
@@ -357,7 +357,7 @@ def transform(run, model, table, source, target):
 @click.argument("table", metavar="TABLE|-")
 @input_option
 @columns_option
-@click.option("--samples", type=click.IntRange(min=10), default=2000, show_default=True,
+@click.option("--samples", type=Size(min=10, bytes=16, what='samples'), default=2000, show_default=True,
               help="Samples for W2, Kendall tau and KS (at most the test rows: equal sizes).")
 @draws_option
 @stderr_option
@@ -382,7 +382,7 @@ def evaluate(run, model, table, space, columns, samples, is_draws, is_stderr, pr
 @click.option("--copula", "spec", required=True,
               help="clayton:theta=3, gumbel:theta=2, frank:theta=5, student:rho=0.6,nu=4, gaussian:rho=0.5, "
                    "a ',survival' flag, or a mixture 0.5*clayton:theta=3+0.5*gumbel:theta=2,survival.")
-@click.option("-d", "--dim", type=click.IntRange(min=2), default=2, show_default=True)
+@click.option("-d", "--dim", type=Size(min=2, bytes=lambda d, p: 8.0 * d * (p.get('count') or 1), what='columns'), default=2, show_default=True)
 @click.option("-n", "--count", type=Count(bytes_each=32, what="rows"), default=1000, show_default=True)
 @click.option("--margins", type=click.Choice(["uniform", "normal", "exponential"]), default="uniform",
               show_default=True, help="Marginal law of the written columns.")

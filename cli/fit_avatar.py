@@ -8,7 +8,7 @@ import re
 import click
 
 from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
-from cortexkit.cli.options import OutputPath, Regex
+from cortexkit.cli.options import OutputPath, Regex, Size
 from cortexkit.formats.errors import CortexError
 from cortexkit.tools.avatar import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
@@ -228,7 +228,7 @@ def _with(options):
 @click.option("--noise", type=click.FloatRange(min=0), default=2.0, show_default=True, help="2D noise sd (px).")
 @click.option("--dropout", type=click.FloatRange(0, 1), default=0.2, show_default=True, help="Fraction of detections removed.")
 @click.option("--outliers", type=click.FloatRange(0, 1), default=0.03, show_default=True, help="Fraction moved 20-80 px.")
-@click.option("--crop", type=click.IntRange(min=8), default=64, show_default=True, help="Mask crop size (px).")
+@click.option("--crop", type=Size(min=8, bytes=lambda c, p: 4.0 * c * c, what='pixels per side'), default=64, show_default=True, help="Mask crop size (px).")
 @click.option("--masks/--no-masks", default=True, show_default=True, help="Render silhouettes.")
 @click.option("--bone-sd", type=click.FloatRange(min=0), default=0.08, show_default=True, help="Hidden bone-scale log sd.")
 @click.option("--offset-size", type=click.FloatRange(min=0), default=0.03, show_default=True,
@@ -399,7 +399,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
 @_with(calibration_opts)
 @click.option("--cameras", type=click.IntRange(min=0), default=6, show_default=True,
               help="Cameras per frame, by detection count (0 = all).")
-@click.option("--steps", type=click.IntRange(min=1), default=120, show_default=True, help="Adam steps per window.")
+@click.option("--steps", type=Size(min=1, seconds=1e-4, what='Adam steps per window'), default=120, show_default=True, help="Adam steps per window.")
 @click.option("--window", type=click.IntRange(min=1), default=20, show_default=True, help="Frames per window.")
 @click.option("--overlap", type=click.IntRange(min=0), default=5, show_default=True, help="Frames shared by windows.")
 @output_option("--plot", metavar="PNG", help="Multi-view overlay PNG of the middle frame.")

@@ -158,7 +158,10 @@ def check_sizes(ctx: click.Context) -> None:
     """Every :class:`Size` option of the command checked against the machine and the time limit
     with all parameters known (the base calls this before the verb body runs)."""
     params = {p.name: ctx.params.get(p.name, p.default) for p in ctx.command.params}
-    for param in ctx.command.params:
+    given = click.core.ParameterSource.DEFAULT
+    # the options the user gave first, so the refusal names the one they asked too much of
+    order = sorted(ctx.command.params, key=lambda p: ctx.get_parameter_source(p.name) == given)
+    for param in order:
         if isinstance(param.type, Size) and ctx.params.get(param.name) is not None:
             try:
                 param.type.check(ctx.params[param.name], params)

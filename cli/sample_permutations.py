@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from cortexkit.cli.base import output_option, tool_group, verb
-from cortexkit.cli.options import NONNEGATIVE, Count, POSITIVE, UNIT, Float
+from cortexkit.cli.options import NONNEGATIVE, Count, POSITIVE, UNIT, Float, Size
 from cortexkit.tools.permutations import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 from cortexkit.formats.errors import CortexError
 
@@ -112,11 +112,11 @@ ADVANCED_NET = ("item_prior", "smoothing", "weight_decay", "val_fraction", "pati
               help="ar lehmer: digit j points at a free item.")
 @click.option("--context-encoder", type=click.Choice(["linear", "mlp"]), default="linear",
               show_default=True, help="mlp: one hidden layer (--context-hidden).")
-@click.option("--context-hidden", type=click.IntRange(min=1), default=None, hidden=True,
+@click.option("--context-hidden", type=Size(min=1, bytes=lambda h, p: 4.0 * h * h, what='units'), default=None, hidden=True,
               help="Hidden width of the mlp context encoder (default --ff).")
 @click.option("--smoothing", type=NONNEGATIVE, default=0.5, show_default=True,
               help="product/rim: pseudo-counts added to every legal digit value.")
-@click.option("--epochs", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--epochs", type=Size(min=1, seconds=1e-4, what='epochs'), default=100, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--lr", type=POSITIVE, default=1e-3, show_default=True)
 @click.option("--weight-decay", type=NONNEGATIVE, default=1e-2, show_default=True)
@@ -126,10 +126,10 @@ ADVANCED_NET = ("item_prior", "smoothing", "weight_decay", "val_fraction", "pati
               help="Stop after this many epochs without a better validation NLL.")
 @click.option("--val-nfe", type=click.IntRange(min=1), default=None,
               help="mlm: keep the epoch with the best validation NLL at this NFE (default n).")
-@click.option("--d-model", type=click.IntRange(min=4), default=64, show_default=True)
-@click.option("--layers", type=click.IntRange(min=1), default=2, show_default=True)
-@click.option("--heads", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--ff", type=click.IntRange(min=4), default=128, show_default=True)
+@click.option("--d-model", type=Size(min=4, bytes=lambda d, p: 4.0 * d * d, what='units'), default=64, show_default=True)
+@click.option("--layers", type=Size(min=1, bytes=lambda n, p: 16.0 * (p.get('d_model') or 4) ** 2 * n, what='layers'), default=2, show_default=True)
+@click.option("--heads", type=Size(min=1, bytes=lambda h, p: 4.0 * h * (p.get('d_model') or 4), what='heads'), default=4, show_default=True)
+@click.option("--ff", type=Size(min=4, bytes=lambda f, p: 4.0 * f * (p.get('d_model') or 4), what='units'), default=128, show_default=True)
 @click.option("--dropout", type=Float(0, 1, max_open=True), default=0.1, show_default=True)
 @click.option("--group", default=None, metavar="TENSOR|COLUMN",
               help="Validation holds out whole groups: a tensor of DATA (users), or a table column.")
@@ -178,9 +178,9 @@ def fit(run, data, kind, representation, reference, condition, context_file, ite
                                       "the ranking best on average under --metric over samples.")
 @click.option("--metric", default=None, metavar="ndcg[@K]|footrule|spearman|kendall",
               help="--strategy mbr: the metric whose sample mean is maximised (default ndcg).")
-@click.option("--mbr-samples", type=click.IntRange(min=1), default=None,
+@click.option("--mbr-samples", type=Size(min=1, bytes=16, what='samples'), default=None,
               help="--strategy mbr: draws per row the decision is taken from (default 256).")
-@click.option("--beam-width", type=click.IntRange(min=1), default=None,
+@click.option("--beam-width", type=Size(min=1, bytes=16, what='beams'), default=None,
               help="--strategy beam: partial codes kept per step (default 16; 1 is greedy).")
 @click.option("--given", default=None, metavar="I,J,...",
               help="Condition on a partial ranking: the top items in order (lehmer, fisher-yates, "
@@ -286,7 +286,7 @@ def decode(run, data, representation, reference):
 @click.option("--nfe", default=None, metavar="K[,K...]",
               help="NFEs to report NLL and sample statistics at (default n, or 1 for products).")
 @nfe_options
-@click.option("--samples", type=click.IntRange(min=0), default=10000, show_default=True,
+@click.option("--samples", type=Size(min=0, bytes=16, what='samples'), default=10000, show_default=True,
               help="Samples drawn per NFE for validity, uniqueness and Kendall statistics.")
 @click.option("--train", "train_file", default=None, metavar="FILE",
               help="Training permutations: adds the share of novel samples.")

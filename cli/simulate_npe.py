@@ -7,7 +7,7 @@ import contextlib
 import click
 
 from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
-from cortexkit.cli.options import POSITIVE, Count, UNIT, Float
+from cortexkit.cli.options import POSITIVE, Count, UNIT, Float, Size
 from cortexkit.tools.npe import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 from cortexkit.formats.errors import CortexError
 
@@ -84,15 +84,15 @@ ADVANCED_TRAIN = ("timeout", "workers", "partial", "quantile", "truncation_sampl
 @click.option("--x-o", "x_o_path", metavar="FILE", help="Observation for --proposal.")
 @click.option("--observation", type=int, default=None, help="Row of --x-o to use (0-based).")
 @click.option("--quantile", type=Float(0, 1, min_open=True, max_open=True), default=1e-6, show_default=True, help="Truncation quantile for --proposal.")
-@click.option("--truncation-samples", type=click.IntRange(min=100), default=1_000_000, show_default=True,
+@click.option("--truncation-samples", type=Size(min=100, bytes=16, what='prior draws'), default=1_000_000, show_default=True,
               help="Posterior draws whose --quantile sets the truncation threshold.")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Parallel simulator processes.")
+@click.option("--workers", type=Size(min=1, max=1024, bytes=0, what='processes'), default=1, show_default=True, help="Parallel simulator processes.")
 @click.option("--shard", metavar="i/N", help="Run only shard i of N (its share of the rows); join the N files with merge.")
 @click.option("--scheduler", metavar="ADDRESS", help="Run the chunks as tasks on this Dask distributed scheduler "
               "(tcp://host:8786; needs cortexkit[dist]).")
 @click.option("--resume", "resume_path", metavar="PARTIAL", help="Finish the run whose partial file this is: "
               "simulate only the rows it lacks (same options as the failed run).")
-@click.option("--chunk-size", type=click.IntRange(min=1), default=1000, show_default=True, help="Simulations per simulator call.")
+@click.option("--chunk-size", type=Size(min=1, bytes=16, what='simulations per call'), default=1000, show_default=True, help="Simulations per simulator call.")
 @click.option("--timeout", type=POSITIVE, default=None, help="Seconds one simulator call may take.")
 @output_option("--partial", help="Where finished simulations go if the run fails [OUTPUT.partial].")
 def simulate(run, task, fidelity, simulator, simulator_cmd, prior_path, num_simulations, theta_path, proposal,
@@ -173,19 +173,19 @@ def merge(run, files, allow_partial):
 @click.option("--simulator", metavar="MODULE:FUNCTION", help="HF simulator for sequential methods.")
 @click.option("--simulator-cmd", metavar="CMD", help="External HF simulator for sequential methods.")
 @click.option("--timeout", type=POSITIVE, default=None, help="Seconds one simulator call may take.")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Parallel simulator processes.")
+@click.option("--workers", type=Size(min=1, max=1024, bytes=0, what='processes'), default=1, show_default=True, help="Parallel simulator processes.")
 @output_option("--partial", help="Where finished HF simulations go if a round's simulator fails [OUTPUT.partial].")
 @click.option("--x-o", "x_o_path", metavar="FILE", help="Observation(s) for sequential methods.")
 @click.option("--observation", type=int, default=None, help="Row of --x-o (0-based) for sequential methods.")
-@click.option("--hf-budget", type=click.IntRange(min=2), help="HF simulations in total over all rounds (sequential).")
-@click.option("--rounds", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--hf-budget", type=Size(min=2, bytes=16, what='simulations'), help="HF simulations in total over all rounds (sequential).")
+@click.option("--rounds", type=Size(min=1, seconds=1.0, what='rounds'), default=5, show_default=True,
               help="Sequential rounds; each simulates --hf-budget / rounds.")
 @click.option("--quantile", type=Float(0, 1, min_open=True, max_open=True), default=1e-6, show_default=True, help="Truncation quantile.")
-@click.option("--truncation-samples", type=click.IntRange(min=100), default=1_000_000, show_default=True,
+@click.option("--truncation-samples", type=Size(min=100, bytes=16, what='prior draws'), default=1_000_000, show_default=True,
               help="Posterior draws whose --quantile sets the truncation threshold.")
-@click.option("--ensemble", type=click.IntRange(min=0), default=0, help="Ensemble members (0: 5 for a-mf-tsnpe, else 1).")
+@click.option("--ensemble", type=Size(min=0, seconds=0.01, what='members'), default=0, help="Ensemble members (0: 5 for a-mf-tsnpe, else 1).")
 @click.option("--active-fraction", type=UNIT, default=None, help="Share of acquired parameters per round [0.2 for a-mf-tsnpe].")
-@click.option("--candidates", type=click.IntRange(min=0), default=0, help="Acquisition candidates (0: 250/2500/25000 by budget).")
+@click.option("--candidates", type=Size(min=0, bytes=16, what='candidates'), default=0, help="Acquisition candidates (0: 250/2500/25000 by budget).")
 @click.option("--lr", type=POSITIVE, default=5e-4, show_default=True, help="Learning rate on HF data (npe, fine-tuning).")
 @click.option("--lr-pretrain", type=POSITIVE, default=1e-4, show_default=True, help="Learning rate on LF data.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=200, show_default=True, help="Minibatch size, capped at the training-set size.")
@@ -194,20 +194,20 @@ def merge(run, files, allow_partial):
 @click.option("--patience", type=click.IntRange(min=1), default=20, show_default=True,
               help="Epochs without validation improvement before stopping.")
 @click.option("--clip", type=POSITIVE, default=5.0, show_default=True, help="Gradient norm clip.")
-@click.option("--max-epochs", type=click.IntRange(min=1), default=5000, show_default=True,
+@click.option("--max-epochs", type=Size(min=1, seconds=1e-4, what='epochs'), default=5000, show_default=True,
               help="Cap on epochs per fit (a safety net: patience ends every measured run long before).")
 @output_option("--log", "log_path", metavar="FILE.yaml", help="Per-fit record: why it stopped, and the per-epoch "
                "train and validation loss.")
 @click.option("--x-stats", type=click.Choice(["auto", "refit", "keep"]), default="auto", show_default=True,
               help="x z-score when fine-tuning: refit on HF (mf-npe) or keep LF's (mf-tsnpe); auto = the paper's.")
-@click.option("--transforms", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--transforms", type=Size(min=1, bytes=lambda t, p: 4.0 * (p.get('hidden') or 1) ** 2 * t, what='transforms'), default=5, show_default=True,
               help="Autoregressive spline transforms in the flow.")
-@click.option("--bins", type=click.IntRange(min=2), default=8, show_default=True, help="Spline bins per transform.")
-@click.option("--hidden", type=click.IntRange(min=1), default=50, show_default=True, help="Units per conditioner layer.")
-@click.option("--depth", type=click.IntRange(min=1), default=5, show_default=True, help="Hidden layers per conditioner.")
+@click.option("--bins", type=Size(min=2, bytes=lambda b, p: 4.0 * b * (p.get('hidden') or 1), what='bins'), default=8, show_default=True, help="Spline bins per transform.")
+@click.option("--hidden", type=Size(min=1, bytes=lambda h, p: 4.0 * h * h * (p.get('depth') or 1), what='units'), default=50, show_default=True, help="Units per conditioner layer.")
+@click.option("--depth", type=Size(min=1, bytes=lambda d, p: 4.0 * (p.get('hidden') or 1) ** 2 * d, what='layers'), default=5, show_default=True, help="Hidden layers per conditioner.")
 @click.option("--embedding", type=click.Choice(["identity", "mlp"]), default="identity", show_default=True,
               help="Net applied to standardised x before the flow (mlp: x_dim-50-out, trained with it).")
-@click.option("--embedding-dim", type=click.IntRange(min=0), default=0, help="Output size of the mlp embedding [x_dim].")
+@click.option("--embedding-dim", type=Size(min=0, bytes=lambda e, p: 4.0 * e * e, what='units'), default=0, help="Output size of the mlp embedding [x_dim].")
 def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator, simulator_cmd, timeout, workers,
           partial, x_o_path, observation, hf_budget, rounds, quantile, truncation_samples, ensemble, active_fraction,
           candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, clip, max_epochs, log_path, x_stats,
@@ -306,7 +306,7 @@ def score(run, posterior_path, data_path):
 @click.option("--posterior", "posterior_path", metavar="POSTERIOR", help="For NLTP (with --x-o) or SBC (with --sbc).")
 @click.option("--x-o", "x_o_path", metavar="FILE", help="Observations with theta_o/theta_true, for NLTP.")
 @click.option("--sbc", "sbc_path", metavar="FILE", help="Simulations (theta, x) for simulation-based calibration.")
-@click.option("--sbc-samples", type=click.IntRange(min=10), default=100, show_default=True, help="Posterior draws per SBC pair.")
+@click.option("--sbc-samples", type=Size(min=10, bytes=16, what='draws per pair'), default=100, show_default=True, help="Posterior draws per SBC pair.")
 @output_option("--plot", metavar="PNG", help="Pair plot of SAMPLES vs reference (--observation K, default 0), "
               "else SBC rank histograms (needs matplotlib).")
 @click.option("--observation", type=int, default=None, help="Evaluate (and plot) only this row of SAMPLES (0-based).")

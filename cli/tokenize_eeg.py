@@ -221,7 +221,7 @@ def _speed(run, verb_name, windows, started, model_seconds):
               help="Montage, in order (missing channels are an error).")
 @click.option("--mains", type=click.Choice(["50", "60", "none"]), default="60", show_default=True,
               help="Notch frequency (Hz).")
-@click.option("--patches", type=click.IntRange(min=2), default=30, show_default=True,
+@click.option("--patches", type=Size(min=2, bytes=800, what='patches per window'), default=30, show_default=True,
               help="Patches of 200 samples (1 s) per window.")
 @click.option("--preset", type=click.Choice(["auto", "base", "small", "tiny"]), default="auto",
               show_default=True,
@@ -237,7 +237,7 @@ def _speed(run, verb_name, windows, started, model_seconds):
               help="dual = TFDual; frequency = one frequency codebook (LaBraM's design, the ablation).")
 @click.option("--stem", type=click.Choice(["time+freq-sum", "time"]), default="time+freq-sum",
               show_default=True, help="Patch embedding: conv stem plus linear |rfft|, or conv only.")
-@click.option("--epochs", type=click.IntRange(min=1), default=20, show_default=True, help="Epochs.")
+@click.option("--epochs", type=Size(min=1, seconds=1e-4, what='epochs'), default=20, show_default=True, help="Epochs.")
 @click.option("--lr", default="auto", show_default=True, metavar="auto|LR",
               help="Peak learning rate (AdamW); auto: 1e-3 for tiny, the paper's 1e-4 otherwise.")
 @click.option("--min-lr", type=click.FloatRange(min=0), default=1e-5, show_default=True,

@@ -133,7 +133,7 @@ method_options = option_set(
 )
 
 optim_options = option_set(
-    click.option("--epochs", type=click.IntRange(min=1), default=10, show_default=True),
+    click.option("--epochs", type=Size(min=1, seconds=1e-4, what='epochs'), default=10, show_default=True),
     click.option("--batch-size", type=click.IntRange(min=1), default=128, show_default=True),
     click.option("--lr", type=positive, default=1e-3, show_default=True, help="AdamW rate."),
     click.option("--weight-decay", type=click.FloatRange(min=0), default=0.0, show_default=True),

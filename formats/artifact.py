@@ -333,15 +333,32 @@ def _kinds(kind: str | Iterable[str] | None) -> tuple[str, ...]:
     return (kind,) if isinstance(kind, str) else tuple(kind)
 
 
-def check_kind(artifact: Artifact, kind: str | Iterable[str] | None) -> None:
+def check_kind(artifact: Artifact, kind: str | Iterable[str] | None, *,
+               schema: bool = True) -> None:
+    """Refuse an artifact of another kind; then (``schema``) check it against its kind's
+    registered schema, so a reader that decodes bytes itself (codes, orderings, tables) checks
+    what :func:`read_artifact` checks: dtypes, shapes against each other and the metadata,
+    finite values, the schema version and a readable ``cortexkit.config``."""
     wanted = _kinds(kind)
     if not wanted or artifact.kind in wanted:
+        if schema and wanted:
+            check_schema(artifact)
         return
     expected = " or ".join(f"'{k}'" for k in wanted)
     if artifact.kind is None:
         raise CortexError(f"{artifact.source}: expected a {expected} artifact, got a safetensors "
                           "file without cortexkit metadata (convert it with 'cortexkit convert')")
     raise CortexError(f"{artifact.source}: expected a {expected} artifact, got '{artifact.kind}'")
+
+
+def check_schema(artifact: Artifact) -> None:
+    """The checks on read: a readable ``cortexkit.config`` and the registered schema, if any."""
+    from cortexkit.formats.schema import schema_for
+
+    artifact.config  # noqa: B018 - a damaged cortexkit.config is refused on read
+    schema = schema_for(artifact.kind)
+    if schema is not None:
+        schema.validate(artifact)
 
 
 def read_artifact(source: str | os.PathLike | None, kind: str | Iterable[str] | None = None, *,
@@ -359,7 +376,9 @@ def read_artifact(source: str | os.PathLike | None, kind: str | Iterable[str] | 
 
     name = display_name(source)
     artifact = decode(read_bytes(source), name, framework)
-    check_kind(artifact, kind)
+    check_kind(artifact, kind, schema=False)
+    if check:
+        artifact.config  # noqa: B018 - a damaged cortexkit.config is refused on read
     schema = schema_for(artifact.kind) if check else None
     if schema is not None:  # the kind's registered schema (formats/schema.py)
         schema.validate(artifact)

@@ -36,6 +36,9 @@ UNIT_SCALE = {"V": 1.0, "mV": 1e-3, "uV": 1e-6, "µV": 1e-6, "μV": 1e-6, "nV": 
 _KNOWN_MNE_UNITS = {"\u03bcV": 1e-6, "\u00b5V": 1e-6, "uV": 1e-6, "mV": 1e-3, "V": 1.0}
 HIGH_AMPLITUDE_UV = 100.0
 FLAT_STD_UV = 1e-3  # a channel whose std is below this (microvolts) carries no signal
+# Past this no recording is EEG in uV (1 V): a unit mistake, and the tokenizer's float32 training
+# would overflow to NaN weights.
+MAX_ABS_UV = 1e6
 
 
 def normalise_name(name: str) -> str:
@@ -228,6 +231,13 @@ def prepare(raw, preprocessing: Preprocessing, source: str, *,
     if not np.isfinite(data).all():
         bad = [preprocessing.channels[i] for i in np.flatnonzero(~np.isfinite(data).all(axis=1))]
         raise CortexError(f"{source}: NaN or infinite samples in channel(s) {', '.join(bad)}")
+    if data.shape[-1] == 0:
+        raise CortexError(f"{source}: the recording holds no samples")
+    peak_uv = np.abs(data).max(axis=1) * 1e6 * factor
+    if (peak_uv > MAX_ABS_UV).any():
+        bad = [preprocessing.channels[i] for i in np.flatnonzero(peak_uv > MAX_ABS_UV)]
+        raise CortexError(f"{source}: samples up to {peak_uv.max():.3g} uV in channel(s) "
+                          f"{', '.join(bad)}: not scalp EEG (check --units or the file's units)")
     std_uv = data.std(axis=1) * 1e6 * factor
     flat = [preprocessing.channels[i] for i in np.flatnonzero(std_uv < FLAT_STD_UV)]
     if flat and warn is not None:

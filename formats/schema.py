@@ -50,6 +50,7 @@ class Tensor:
     optional: bool = False
     min: float | None = None
     below: int | str | None = None
+    min_open: bool = False  # values must be above ``min`` (a std, a scale: 0 gives NaN)
 
     def __post_init__(self):
         if self.dtype not in DTYPES:
@@ -210,6 +211,8 @@ def _check_tensor(artifact, tname: str, spec: Tensor, sizes: dict, kind: str) ->
                               "damaged or came from a diverged run")
     if array.size and spec.min is not None and array.min() < spec.min:
         raise CortexError(f"{where} holds {array.min()}, below the smallest allowed {spec.min}")
+    if array.size and spec.min is not None and spec.min_open and array.min() <= spec.min:
+        raise CortexError(f"{where} holds {array.min()}, expected values above {spec.min}")
     if array.size and spec.below is not None:
         bound = sizes.get(spec.below) if isinstance(spec.below, str) else spec.below
         if bound is not None and array.max() >= bound:

@@ -193,10 +193,11 @@ def test_pcn_model_with_a_degenerate_normalisation_is_refused(tmp_path, prep):
         read_artifact(path, "pcn-model", framework="np")
 
 
-@pytest.mark.parametrize("corr", [np.ones((2, 2)), np.array([[1.0, 0.3], [0.2, 1.0]]),
-                                  np.array([[2.0, 0.0], [0.0, 1.0]])])
+@pytest.mark.parametrize("corr", [np.array([[1.0, 1.5], [1.5, 1.0]]), np.array([[1.0, 0.3], [0.2, 1.0]]),
+                                  np.array([[2.0, 0.0], [0.0, 1.0]]), np.array([[1.0, 0.0], [0.0, 0.0]])])
 def test_copula_model_correlation_must_be_one(tmp_path, corr):
-    """Issue 30 item 6: a stored correlation of all ones was accepted by score/transform/sample."""
+    """Issue 30 item 6: a stored correlation is checked on read (a singular one, from duplicated
+    columns, stays allowed: the tool fits it with a warning and its ridge)."""
     import cortexkit.cli.estimate_copula  # noqa: F401  (registers the schema)
 
     _, _, tensors, meta = MODELS["copula-model"]

@@ -19,6 +19,17 @@ def _names(artifact, key: str, size: int, what: str) -> None:
 
 
 def _check_views(artifact, sizes) -> None:
+    import numpy as np
+
+    from cortexkit.formats.schema import _numpy
+
+    intrinsics = _numpy(artifact.tensors["cameras.K"]).astype(np.float64)
+    if len(intrinsics):
+        focal = np.stack([intrinsics[:, 0, 0], intrinsics[:, 1, 1]], 1)
+        bad = np.flatnonzero(~(np.abs(np.linalg.det(intrinsics)) > 0) | ~(focal > 0).all(1))
+        if len(bad):
+            raise CortexError(f"{artifact.source}: tensor 'cameras.K' of camera {int(bad[0])} is not a "
+                              "camera matrix (positive focal lengths, invertible); damaged calibration")
     shape = tuple(artifact.tensors["keypoints"].shape)
     _names(artifact, "cortexkit.camera_names", shape[1], "cameras")
     _names(artifact, "cortexkit.keypoint_names", shape[2], "keypoints")
@@ -86,7 +97,7 @@ AVATAR = Schema(
              Tensor("template.source_index", "int", ("S",), min=0, below="V", optional=True),
              Tensor("template.source_faces", "int", (None, 3), min=0, below="S", optional=True),
              Tensor("mesh.vertices", "float", ("S", 3), finite=True, optional=True),
-             Tensor("shape.scale", "float", (1,), finite=True),
+             Tensor("shape.scale", "float", (1,), finite=True, min=0, min_open=True),
              Tensor("shape.bone_scales", "float", ("G",), finite=True),
              Tensor("shape.offsets", "float", ("P", 3), finite=True),
              Tensor("colors", "float", ("V", None), finite=True, optional=True)),

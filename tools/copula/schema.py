@@ -19,12 +19,14 @@ def _check(artifact, sizes) -> None:
         raise CortexError(f"{artifact.source}: tensor 'marginals.sizes' sums to {int(counts.sum())}, "
                           f"the knots hold {sizes['K']} (damaged)")
     corr = np.asarray(artifact.tensors["corr"], dtype=np.float64)
+    # positive semi-definite: duplicated or comonotone columns give a singular correlation,
+    # which the model keeps (with a warning) and regularises with its ridge when used
     if corr.size and (not np.allclose(corr, corr.T, atol=1e-6)
                       or not np.allclose(np.diag(corr), 1.0, atol=1e-6)
-                      or np.linalg.eigvalsh(corr).min() <= 1e-9):
+                      or np.abs(corr).max() > 1 + 1e-6
+                      or np.linalg.eigvalsh((corr + corr.T) / 2).min() < -1e-6):
         raise CortexError(f"{artifact.source}: tensor 'corr' is not a correlation matrix (symmetric, "
-                          "unit diagonal, positive definite); damaged, or fitted on duplicate "
-                          "columns")
+                          "unit diagonal, positive semi-definite); damaged or edited file")
     columns = json.loads(artifact.metadata["copula.columns"])
     if not isinstance(columns, list) or len(columns) != sizes["d"]:
         raise CortexError(f"{artifact.source}: metadata copula.columns names {columns!r}, the "

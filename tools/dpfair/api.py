@@ -569,7 +569,10 @@ def account(config: AccountConfig, warn: Warn = _no_warn) -> dict:
     if sampling_rate is None:
         if config.batch_size is None or config.n_records is None:
             raise CortexError("give --sampling-rate q, or --batch-size B with --n records")
-        sampling_rate = min(1.0, config.batch_size / config.n_records)
+        if config.batch_size > config.n_records:  # q = B / n would pass 1: not what was meant
+            raise CortexError(f"--batch-size {config.batch_size:g} is more than the {config.n_records} "
+                              "records of --n; the expected batch is at most n (q = B / n <= 1)")
+        sampling_rate = config.batch_size / config.n_records
     if not (0 < sampling_rate <= 1):
         raise CortexError(f"the sampling rate must be in (0, 1], got {sampling_rate}")
     if not (0 < delta < 1):

@@ -33,6 +33,9 @@ TOKENIZER = Schema(
 def _check_tokens(artifact, sizes) -> None:
     channels, sources = artifact.meta_json("eeg.channels"), artifact.meta_json("eeg.sources")
     shape = tuple(artifact.tensors["token_f"].shape)
+    if shape[0] == 0:
+        raise CortexError(f"{artifact.source}: the eeg-tokens hold no windows; nothing to decode or "
+                          "describe (encode a recording of at least one window)")
     if not isinstance(channels, list) or len(channels) != shape[1]:
         raise CortexError(f"{artifact.source}: metadata 'eeg.channels' does not name the {shape[1]} channels "
                           "of tensor 'token_f'")

@@ -768,6 +768,9 @@ def score(posterior: EnsemblePosterior, data, log=SILENT) -> torch.Tensor:
         x_o = data.tensor("x_o").float()
         if x_o.shape[-1] != x_dim:
             raise CortexError(f"{data.source}: x_o has dimension {x_o.shape[-1]}, the posterior expects {x_dim}")
+        if theta.dim() != 3 or theta.shape[-1] != posterior.prior.dim or theta.shape[0] != x_o.shape[0]:
+            raise CortexError(f"{data.source}: theta {tuple(theta.shape)} does not pair with x_o "
+                              f"{tuple(x_o.shape)} for a {posterior.prior.dim}-parameter prior")
         out = torch.stack([posterior.log_prob(theta[i], x_o[i]) for i in range(theta.shape[0])])
     else:
         x = data.tensor("x").float()
@@ -781,6 +784,9 @@ def score(posterior: EnsemblePosterior, data, log=SILENT) -> torch.Tensor:
         out = out.detach().float()
     outside = ~posterior.prior.in_support(theta.reshape(-1, theta.shape[-1])).reshape(out.shape)
     out[outside] = float("-inf")
+    if outside.numel() and outside.all():  # nothing to score: every log q would be -inf
+        raise CortexError(f"{data.source}: all {outside.numel()} parameter vectors lie outside the "
+                          "prior of the posterior (log q = -inf); simulations of another prior?")
     if outside.any():
         log.warn(f"{int(outside.sum())} parameter vectors lie outside the prior (log q = -inf)")
     finite = out[torch.isfinite(out)]

@@ -77,8 +77,9 @@ PERMUTATIONS = Schema(
 
 CODES = Schema(
     "permutation-codes", version=1, metadata=("permutations.representation",),
-    tensors=(Tensor("codes", "int", ("m", "n"), min=0, below="n"),
-             Tensor("reference", "int", ("n",), min=0, below="n")),
+    # the reference first: it fixes n, so codes of another length are named as such
+    tensors=(Tensor("reference", "int", ("n",), min=0, below="n"),
+             Tensor("codes", "int", ("m", "n"), min=0, below="n")),
     check=_check_reference)
 
 MODEL = Schema(
