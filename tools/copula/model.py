@@ -104,7 +104,7 @@ class CopulaModel:
         raise ValueError("the reflection copula has no density (it samples only); fit --copula cdc")
 
     def log_z(self, draws: int, rng: np.random.Generator, progress: Callable | None = None,
-              proposal: str = "issue", proposal_samples: int = 20000,
+              proposal: str = "issue", proposal_samples: int = 5000,
               target_stderr: float = 0.0) -> metrics.LogZ:
         """log of the normalising constant (exactly 0 for the closed forms; IS for the CDC) with the
         issue's proposal or one fitted to ``proposal_samples`` of the model's own samples."""
@@ -402,7 +402,7 @@ class EvalConfig:
     is_draws: int = 1_000_000
     samples: int = 2000
     proposals: tuple = ("issue", "samples")   # log Z proposals; the first gives ll / log_z / ess
-    proposal_samples: int = 20000
+    proposal_samples: int = 5000              # CDC samples the mixture proposal is fitted to
     target_stderr: float = 0.0                # stop IS early at this standard error of log Z
 
 
