@@ -343,7 +343,11 @@ def test_train_reports_the_kmeans_floor_and_why_it_stopped(trained):
         assert "warning: k-means on the same patches reconstructs better" in stderr
     stopped = artifact.meta_json("cortexkit.stopped")
     assert stopped[0]["stage"] == "train" and stopped[0]["ran"] == 2 and stopped[0]["reason"] == "completed"
-    assert artifact.meta_json("eeg.training")["windows"] == 11  # 12 minus the validation window
+    training = artifact.meta_json("eeg.training")
+    assert training["windows"] == 11  # 12 minus the validation window
+    # auto values are resolved before they are stored: tiny's lr, 1 / the patches' variance
+    assert training["lr"] == 1e-3 and "auto (" in stderr and "lr 0.001" in stderr
+    assert isinstance(training["signal_weight"], float) and 0.5 < training["signal_weight"] < 50
 
 
 def test_event_window_errors_are_one_line(capsys, trained, shared_data, tmp_path):
