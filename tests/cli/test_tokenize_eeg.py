@@ -328,6 +328,16 @@ def test_speed_and_units_are_told(capsys, trained, shared_data, tmp_path):
         assert f"{verb}: 15 windows in " in err and "windows/s end to end" in err, err
     units = read(tmp_path / "decode.out", "eeg-signal").meta_json("eeg.units")
     assert units["signal"] == "uV" and units["window_start"] == "s"
+    # evaluate cuts event windows too, and says how it cut them
+    task = shared_data / S001 / "S001R03.edf"
+    code, err = inproc(capsys, "tokenize-eeg", "evaluate", tok, task, "--windows", "events",
+                       "--events", "T1", "-o", tmp_path / "ev.yaml")
+    assert code == 0, err
+    import yaml
+
+    report = yaml.safe_load((tmp_path / "ev.yaml").read_text())
+    assert report["windows"] == len(_event_onsets(task, {"T1"}))
+    assert report["window_cut"]["mode"] == "events" and report["window_cut"]["events"] == ["T1"]
 
 
 def test_train_reports_the_kmeans_floor_and_why_it_stopped(trained):
