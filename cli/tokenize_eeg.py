@@ -214,8 +214,9 @@ def _speed(run, verb_name, windows, started, model_seconds):
 
 @verb(group, "train", output="artifact", torch_options=True,
       advanced=ADVANCED_RECORDING + ("stem", "min_lr", "weight_decay", "warmup_epochs", "amp",
-                                     "no_contrastive", "codebooks", "patches", "max_windows",
-                                     "validation_share", "kmeans_init", "dead_code_threshold"))
+                                     "contrastive", "codebooks", "patches", "max_windows",
+                                     "validation_share", "kmeans_init", "dead_code_threshold",
+                                     "signal_weight"))
 @click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
 @click.option("--channels", default="standard-1020", show_default=True, metavar="standard-1020|A,B,..",
               help="Montage, in order (missing channels are an error).")
@@ -246,7 +247,12 @@ def _speed(run, verb_name, windows, started, model_seconds):
               help="AdamW weight decay.")
 @click.option("--warmup-epochs", type=click.FloatRange(min=0), default=5.0, show_default=True,
               help="Linear warmup from 1e-6 (epochs; capped at the run's length).")
-@click.option("--no-contrastive", is_flag=True, help="Leave out the NT-Xent term.")
+@click.option("--contrastive/--no-contrastive", default=False, show_default=True,
+              help="NT-Xent between the two halves of each window (the paper's; off: it costs two "
+                   "more encoder passes a step and worsens reconstruction, see the man page).")
+@click.option("--signal-weight", default="1", show_default=True, metavar="auto|W",
+              help="Weight of the raw-signal term (the paper's 1); auto: 1 / the training patches' "
+                   "variance, a time NMSE on the scale of the standardised FFT terms.")
 @click.option("--amp", is_flag=True, help="bf16 autocast (quantizers stay fp32).")
 @click.option("--max-windows", type=click.IntRange(min=0), default=0, show_default=True,
               help="Use at most this many training windows (evenly spaced; 0 = all).")
@@ -256,10 +262,11 @@ def _speed(run, verb_name, windows, started, model_seconds):
 @recording_options
 def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, kmeans_init,
               dead_code_threshold, codebooks, stem, epochs, lr, min_lr, weight_decay, warmup_epochs,
-              no_contrastive, amp, max_windows, validation_share, **reading):
+              contrastive, signal_weight, amp, max_windows, validation_share, **reading):
     """Train a tokenizer on recordings -> eeg-tokenizer artifact."""
     _check_output(run)
     lr = _auto_number(lr, "--lr", float, 0.0)
+    signal_weight = _auto_number(signal_weight, "--signal-weight", float, 0.0)
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg import api
     from cortexkit.tools.eeg.model import config_from_preset
@@ -269,16 +276,18 @@ def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, 
                              mains=None if mains == "none" else float(mains))
     windows = _Windows(run, prep, patches, **reading)
     x, high = _training_windows(run, recordings, windows, max_windows)
+    fit_index, validation_index = api.validation_split(len(x), validation_share)
+    x, validation_x = x[fit_index], x[validation_index]
     preset, codebook_size, lr = _auto(run, x, preset, codebook_size, lr)
     model_config = config_from_preset(preset, channels=len(prep.channels), max_patches=patches,
                                       codebook_size=codebook_size, kmeans_init=kmeans_init,
                                       dead_code_threshold=dead_code_threshold, codebooks=codebooks,
                                       stem=stem)
+    if signal_weight == "auto":
+        signal_weight = api.signal_weight(x)
     train_config = TrainConfig(epochs=epochs, batch_size=reading["batch_size"], lr=lr, min_lr=min_lr,
                                weight_decay=weight_decay, warmup_epochs=min(warmup_epochs, epochs / 2),
-                               contrastive=not no_contrastive, amp=amp)
-    fit_index, validation_index = api.validation_split(len(x), validation_share)
-    x, validation_x = x[fit_index], x[validation_index]
+                               contrastive=contrastive, amp=amp, signal_weight=signal_weight)
     model, history = api.fit(x, model_config, train_config, seed=run.seed, device=run.device,
                              on_epoch=lambda e, r: run.info(_epoch_line(e, epochs, r)),
                              progress=lambda it, total: run.progress(it, total=total, desc="steps"))

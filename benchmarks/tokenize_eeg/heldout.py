@@ -153,6 +153,8 @@ def main():
     config = config_from_preset(preset, **{**dict(channels=19, max_patches=4, codebook_size=size,
                                                   kmeans_init=True, dead_code_threshold=1.0),
                                            **model_keys})
+    if settings.get("signal_weight") == "auto":
+        settings["signal_weight"] = api.signal_weight(train)
     tc = TrainConfig(**{**dict(epochs=args.epochs, batch_size=16, lr=PRESET_LR[preset],
                                warmup_epochs=min(5.0, args.epochs / 2)), **settings})
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()

@@ -109,8 +109,13 @@ def main():
               "train_runs": list(train_runs), "test_runs": list(test_runs),
               "train_windows": len(train), "test_windows": len(test), "seed": args.seed}
     start = time.time()
-    result["kmeans_floor"] = kmeans_floor(train, test, args.codebook_size, seed=args.seed)
-    result["kmeans_floor"]["seconds"] = time.time() - start
+    cached = Path(args.cache) / f"floor_{args.split}_k{args.codebook_size}_s{args.seed}.yaml"
+    if cached.is_file():  # the same floor (same split, K, seed) as an earlier run of this script
+        result["kmeans_floor"] = yaml.safe_load(cached.read_text())
+    else:
+        result["kmeans_floor"] = kmeans_floor(train, test, args.codebook_size, seed=args.seed)
+        result["kmeans_floor"]["seconds"] = time.time() - start
+        cached.write_text(yaml.safe_dump(result["kmeans_floor"]))
     log(f"floor {result['kmeans_floor']}")
     result["variants"] = {}
     for text in args.variants.split(";"):

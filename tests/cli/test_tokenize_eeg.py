@@ -328,6 +328,16 @@ def test_speed_and_units_are_told(capsys, trained, shared_data, tmp_path):
         assert f"{verb}: 15 windows in " in err and "windows/s end to end" in err, err
     units = read(tmp_path / "decode.out", "eeg-signal").meta_json("eeg.units")
     assert units["signal"] == "uV" and units["window_start"] == "s"
+    # evaluate cuts event windows too, and says how it cut them
+    task = shared_data / S001 / "S001R03.edf"
+    code, err = inproc(capsys, "tokenize-eeg", "evaluate", tok, task, "--windows", "events",
+                       "--events", "T1", "-o", tmp_path / "ev.yaml")
+    assert code == 0, err
+    import yaml
+
+    report = yaml.safe_load((tmp_path / "ev.yaml").read_text())
+    assert report["windows"] == len(_event_onsets(task, {"T1"}))
+    assert report["window_cut"]["mode"] == "events" and report["window_cut"]["events"] == ["T1"]
 
 
 def test_train_reports_the_kmeans_floor_and_why_it_stopped(trained):
@@ -343,7 +353,11 @@ def test_train_reports_the_kmeans_floor_and_why_it_stopped(trained):
         assert "warning: k-means on the same patches reconstructs better" in stderr
     stopped = artifact.meta_json("cortexkit.stopped")
     assert stopped[0]["stage"] == "train" and stopped[0]["ran"] == 2 and stopped[0]["reason"] == "completed"
-    assert artifact.meta_json("eeg.training")["windows"] == 11  # 12 minus the validation window
+    training = artifact.meta_json("eeg.training")
+    assert training["windows"] == 11  # 12 minus the validation window
+    # auto values are resolved before they are stored: tiny's lr, 1 / the patches' variance
+    assert training["lr"] == 1e-3 and "auto (" in stderr and "lr 0.001" in stderr
+    assert isinstance(training["signal_weight"], float) and 0.5 < training["signal_weight"] < 50
 
 
 def test_event_window_errors_are_one_line(capsys, trained, shared_data, tmp_path):

@@ -81,3 +81,31 @@ def test_validation_split_is_spread_and_disjoint():
     fit, validation = api.validation_split(20, 0.1)
     assert list(validation) == [5, 15] and len(fit) == 18 and not set(fit) & set(validation)
     assert len(api.validation_split(3, 0.1)[1]) == 0 and len(api.validation_split(20, 0)[1]) == 0
+
+
+def test_auto_signal_weight_makes_the_signal_term_a_time_nmse():
+    from cortexkit.tools.eeg import losses
+    from cortexkit.tools.eeg.model import TFDualTokenizer, TokenizerConfig
+
+    rng = np.random.default_rng(0)
+    x = (rng.normal(0, 0.5, (4, 3, 2, 200)) + 3.0).astype(np.float32)  # offsets do not count
+    weight = api.signal_weight(x)
+    assert weight == pytest.approx(1 / 0.25, rel=0.05)
+    assert api.signal_weight(x * 10) == pytest.approx(weight / 100, rel=1e-6)  # unit-free
+    torch.manual_seed(0)
+    model = TFDualTokenizer(TokenizerConfig(channels=3, max_patches=2, dim=16, depth=1, heads=2,
+                                            decoder_depth=1, codebook_size=8)).eval()
+    plain = losses.tokenizer_loss(model, torch.from_numpy(x), contrastive=False)
+    weighted = losses.tokenizer_loss(model, torch.from_numpy(x), contrastive=False, signal_weight=weight)
+    assert float(weighted["signal"]) == pytest.approx(float(plain["signal"]))  # reported unweighted
+    assert float(weighted["total"]) == pytest.approx(float(plain["total"]) + (weight - 1)
+                                                     * float(plain["signal"]), rel=1e-5)
+
+
+def test_auto_sizes_follow_the_data_and_the_device():
+    from cortexkit.tools.eeg.model import auto_codebook_size, auto_preset
+
+    assert auto_codebook_size(100) == 256 and auto_codebook_size(278 * 19 * 4) == 1024
+    assert auto_codebook_size(10 ** 7) == 4096 and auto_codebook_size(16 * 2048) == 2048
+    assert auto_preset(10 ** 7, "cpu") == "tiny" and auto_preset(10 ** 4, "cuda") == "small"
+    assert auto_preset(10 ** 6, "cuda") == "base"

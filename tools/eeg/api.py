@@ -31,6 +31,15 @@ def fit(windows: np.ndarray, model_config: TokenizerConfig, train_config: TrainC
     return model, history
 
 
+def signal_weight(windows: np.ndarray) -> float:
+    """``--signal-weight auto``: 1 / the mean variance of the patches of ``windows`` (N, C, P, L)
+    about their own means, so ``signal_weight * mse(x_hat, x)`` is a time NMSE, on the scale of the
+    per-window standardised amplitude and phase terms (unit-free: the same weight in uV or V)."""
+    patches = windows.reshape(-1, windows.shape[-1]).astype(np.float64)
+    variance = float(patches.var(axis=-1).mean())
+    return 1.0 / max(variance, 1e-12)
+
+
 def state_tensors(model: TFDualTokenizer) -> dict[str, torch.Tensor]:
     """Every parameter and buffer (float32/bool), by state-dict name."""
     return {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
