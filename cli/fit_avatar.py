@@ -338,8 +338,12 @@ fit_opts = [
     click.option("--temporal-weight", type=click.FloatRange(min=0), default=1.0, show_default=True,
                  help="Weight of the temporal term."),
     click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=0.03, show_default=True, help="Adam step."),
+    click.option("--outlier-px", type=click.FloatRange(min=0), default=10.0, show_default=True,
+                 help="Robust 2D residuals: detections farther than this (image px) from their robustly "
+                      "triangulated point are dropped (0 = keep all)."),
 ]
-FIT_ADVANCED = ("symmetry", "limits", "exclude_offsets", "gate", "silhouette_weight", "temporal_weight", "lr")
+FIT_ADVANCED = ("symmetry", "limits", "exclude_offsets", "gate", "silhouette_weight", "temporal_weight", "lr",
+                "outlier_px")
 
 
 @verb(group, "shape", output="artifact", torch_options=True, advanced=FIT_ADVANCED + ("steps",))
@@ -357,7 +361,7 @@ FIT_ADVANCED = ("symmetry", "limits", "exclude_offsets", "gate", "silhouette_wei
 @_with(fit_opts)
 def shape(run, template, inputs, template_units, calibration, units, camera_names, n_keyframes, keyframes,
           steps, images_dir, keypoints, symmetry, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
-          temporal_weight, lr):
+          temporal_weight, lr, outlier_px):
     """Subject avatar over keyframes: template + views -> avatar (scale, bone scales, offsets)."""
     from cortexkit.tools.avatar.fit import fit_avatar_shape
     from cortexkit.tools.avatar.io import AVATAR, avatar_to_tensors
@@ -377,7 +381,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
         raise CortexError(f"--steps {steps}: expected 4 non-negative integers (global,pose,bones,mesh)") from None
     picked = [int(k) for k in keyframes.split(",")] if keyframes else None
     config = _fit_config(silhouettes=silhouettes, gate=gate, silhouette_weight=silhouette_weight,
-                         temporal_weight=temporal_weight, lr=lr, shape_steps=stage_steps)
+                         temporal_weight=temporal_weight, lr=lr, shape_steps=stage_steps, outlier_px=outlier_px)
     result = fit_avatar_shape(tpl, obs, config, n_keyframes, picked, hooks=_hooks(run))
     colors = None
     if image_files is not None:
@@ -397,15 +401,15 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
 @click.argument("avatar")
 @click.argument("inputs", nargs=-1)
 @_with(calibration_opts)
-@click.option("--cameras", type=click.IntRange(min=0), default=6, show_default=True,
-              help="Cameras per frame, by detection count (0 = all).")
+@click.option("--cameras", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Cameras per frame, by detection count (0 = all; BigMaQ used 6).")
 @click.option("--steps", type=Size(min=1, seconds=1e-4, what='Adam steps per window'), default=120, show_default=True, help="Adam steps per window.")
 @click.option("--window", type=click.IntRange(min=1), default=20, show_default=True, help="Frames per window.")
 @click.option("--overlap", type=click.IntRange(min=0), default=5, show_default=True, help="Frames shared by windows.")
 @output_option("--plot", metavar="PNG", help="Multi-view overlay PNG of the middle frame.")
 @_with(fit_opts[4:])
 def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps, window, overlap, plot,
-          masks_dir, silhouettes, gate, silhouette_weight, temporal_weight, lr):
+          masks_dir, silhouettes, gate, silhouette_weight, temporal_weight, lr, outlier_px):
     """Per-frame pose with the avatar frozen: avatar + views -> avatar-poses."""
     import time
 
@@ -421,7 +425,7 @@ def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps,
     tpl, obs = _observations(views, tpl)
     config = _fit_config(silhouettes=silhouettes, gate=gate, silhouette_weight=silhouette_weight,
                          temporal_weight=temporal_weight, lr=lr, track_steps=steps, window=window,
-                         overlap=overlap, cameras=cameras)
+                         overlap=overlap, cameras=cameras, outlier_px=outlier_px)
     start = time.perf_counter()
     with run.progress(total=len(obs.keypoints), desc="track", unit="frame") as bar:
         result = track_sequence(tpl, shp, obs, config, progress=bar.update, hooks=_hooks(run))

@@ -6,7 +6,8 @@ with two children, the abdomen chain (lower body, 3 bones) and the thorax chain 
 on the thorax segments. Every bone is a tube of ``SIDES`` vertices per ring; each ring repeats its
 first vertex (a UV seam, as exported meshes have), so the mesh is unwelded and the fitter has to
 weld it and map its results back. Skinning weights fall off with the distance to each bone
-segment (the 4 largest kept). Units: metres (glTF), about 0.3 m long.
+segment (the 4 largest kept). Units: metres (glTF), about 0.3 m long. One animation clip,
+"Walk": 60 frames of a tripod gait at 30 fps.
 
     python benchmarks/fit_avatar/make_hexapod.py tests/data/hexapod/hexapod.glb
 
@@ -121,6 +122,52 @@ def build():
     return names, parents, pos, verts, np.asarray(faces), weights
 
 
+def _rot(axis: str, angle: np.ndarray) -> np.ndarray:
+    """(T,) angles -> (T, 3, 3) rotations about a coordinate axis."""
+    c, s = np.cos(angle), np.sin(angle)
+    out = np.tile(np.eye(3), (len(angle), 1, 1))
+    i, j = {"x": (1, 2), "y": (2, 0), "z": (0, 1)}[axis]
+    out[:, i, i], out[:, i, j], out[:, j, i], out[:, j, j] = c, -s, s, c
+    return out
+
+
+def walk(names, parents, pos, frames: int = 60, fps: float = 30.0):
+    """A tripod gait: (times (T,), local (T, J, 4, 4) joint local transforms, root_world (T, 4, 4)).
+
+    Legs 1L, 2R, 3L swing together, half a cycle from 1R, 2L, 3R (1.5 steps per second); the
+    abdomen and neck sway; the body walks forward along z with a slight heading wobble."""
+    t = np.arange(frames) / fps
+    phase = 2 * np.pi * 1.5 * t
+    local = np.tile(np.eye(4), (frames, len(names), 1, 1))
+    for j, p in enumerate(parents):
+        local[:, j, :3, 3] = pos[j] - (pos[p] if p >= 0 else 0)
+        name = names[j]
+        rot = np.tile(np.eye(3), (frames, 1, 1))
+        if name[:-3] in ("coxa", "femur", "tibia") or name.startswith(("coxa", "femur", "tibia")):
+            seg, side = int(name[-3]), name[-1]
+            sign = 1.0 if side == "L" else -1.0
+            tripod = 0.0 if (seg + (side == "R")) % 2 else np.pi
+            ph = phase + tripod
+            if name.startswith("coxa"):
+                rot = _rot("y", 0.35 * np.sin(ph))
+            elif name.startswith("femur"):
+                rot = _rot("z", sign * 0.35 * np.clip(np.cos(ph), 0, None))
+            else:
+                rot = _rot("z", -sign * 0.25 * np.clip(np.cos(ph), 0, None))
+        elif name.startswith("abdomen") and name != "abdomen_tip":
+            k = int(name[-1])
+            rot = _rot("x", 0.08 * np.sin(phase + k)) @ _rot("y", 0.1 * np.sin(0.5 * phase + k))
+        elif name in ("neck1", "neck2", "head"):
+            rot = _rot("y", 0.2 * np.sin(0.5 * phase)) @ _rot("x", 0.1 * np.sin(phase))
+        elif name in ("thorax2", "thorax3"):
+            rot = _rot("y", 0.05 * np.sin(0.5 * phase))
+        local[:, j, :3, :3] = rot
+    root = np.tile(np.eye(4), (frames, 1, 1))
+    root[:, :3, :3] = _rot("y", 0.15 * np.sin(0.3 * phase))
+    root[:, 2, 3] = 0.15 * t
+    return t, local, root
+
+
 def write(target: str) -> None:
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
     from cortexkit.formats.gltf import write_gltf
@@ -132,8 +179,10 @@ def write(target: str) -> None:
     for j, p in enumerate(parents):
         if p >= 0:
             rest_local[j, :3, 3] = pos[j] - pos[p]
+    times, local, root = walk(names, parents, pos)
     data = write_gltf(target, vertices=verts, faces=faces, weights=weights, joint_names=names,
-                      parents=parents, bind_world=bind, rest_local=rest_local)
+                      parents=parents, bind_world=bind, rest_local=rest_local, times=times, local=local,
+                      root_world=root, clip="Walk")
     with open(target, "wb") as handle:
         handle.write(data)
     folder = os.path.dirname(os.path.abspath(target))

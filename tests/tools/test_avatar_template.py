@@ -116,3 +116,25 @@ def test_offsets_shape_the_output_in_input_order(mesh):
     welded = (1.1 * (tpl.vertices + vertex_offsets(tpl, shape.offsets))).numpy()
     np.testing.assert_allclose(out, welded[tpl.source_index.numpy()], atol=1e-4)
     assert out.shape == (len(mesh.vertices), 3)
+
+
+def test_robust_residuals_drop_the_outliers_and_nothing_else(mesh):
+    """Detections moved 20-80 px (10 % of them) are dropped by their distance to the robust
+    triangulation; 2 px noise is never dropped; the fit plays no part in the decision."""
+    from cortexkit.tools.avatar.fit import Observations, reject_outliers
+    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+    from cortexkit.tools.avatar.triangulate import triangulate_frames
+
+    tpl = build(mesh, keypoints=yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text()))
+    cfg = SynthConfig(noise=2.0, dropout=0.1, outliers=0.1, masks=False, seed=5)
+    cams, syn = make_views(tpl, mesh.animations["Walk"]["world"][:6], 1000.0, "ring:8", None, cfg)
+    obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names)
+    points = triangulate_frames(cams, syn.keypoints.double().numpy(), syn.confidence.double().numpy()).points
+    kept = reject_outliers(obs, points, 10.0).confidence > 0
+    shift = (syn.keypoints - syn.clean).norm(dim=-1)
+    seen = syn.confidence > 0
+    outlier, inlier = seen & (shift > 15), seen & (shift < 10)
+    assert outlier.sum() > 20
+    assert (~kept[outlier]).float().mean() > 0.9          # the outliers go
+    assert kept[inlier].float().mean() > 0.995            # the noisy inliers stay
+    assert torch.equal(reject_outliers(obs, points, 0.0).confidence, obs.confidence)

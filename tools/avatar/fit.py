@@ -71,8 +71,11 @@ class FitConfig:
     track_steps: int = 120
     window: int = 20
     overlap: int = 5
-    cameras: int = 6                # per-frame camera subset (0 = all)
+    cameras: int = 0                # per-frame camera subset (0 = all; BigMaQ's waterfall keeps 6)
+    outlier_px: float = 10.0        # image px: detections farther than this from the fit are dropped
+                                    # half-way (0 = keep all; robust 2D residuals)
     mesh_bones: bool = False        # also refine scale and bone scales in the mesh stage (with silhouettes)
+    bones_silhouettes: bool = True  # silhouettes (gated) already in the bones stage: masks shape the bones
     keypoint_weights: dict = field(default_factory=dict)
 
 
@@ -299,6 +302,24 @@ def _optimise(template, params: Params, obs: Observations, use: torch.Tensor, co
     return last
 
 
+def reject_outliers(obs: Observations, points3d: np.ndarray, threshold: float) -> Observations:
+    """Robust 2D residuals, decided by geometry rather than by the fit: a detection whose distance
+    to the projection of the robustly triangulated point (points3d (F, K, 3), NaN where fewer than
+    2 views agree) exceeds ``threshold`` image px gets confidence 0. A fit that is still wrong in
+    one frame (a leg on the wrong side) thus never discards the detections that would correct it;
+    points without a triangulation keep all their detections."""
+    if threshold <= 0:
+        return obs
+    with torch.no_grad():
+        pts = torch.as_tensor(points3d, dtype=torch.float64)
+        ok = torch.isfinite(pts).all(-1)                                        # (F, K)
+        proj = project(obs.cameras, torch.nan_to_num(pts)).permute(1, 0, 2, 3)  # (F, C, K, 2)
+        dist = (proj - obs.keypoints.double()).norm(dim=-1)
+        far = ok[:, None] & torch.isfinite(dist) & (dist > threshold)
+    conf = torch.where(far, torch.zeros_like(obs.confidence), obs.confidence)
+    return Observations(obs.cameras, obs.keypoints, conf, obs.keypoint_names, obs.masks, obs.crops)
+
+
 def _kp_weights(template: Template, config: FitConfig) -> torch.Tensor:
     return torch.tensor([float(config.keypoint_weights.get(n, 1.0)) for n in template.keypoint_names])
 
@@ -369,7 +390,7 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
     kw = _kp_weights(template, config)
     stages = [("global", ["grot", "dt", "log_scale"], False),
               ("pose", ["grot", "dt", "log_scale", "rot"], False),
-              ("bones", ["grot", "dt", "log_scale", "rot", "log_bones"], False),
+              ("bones", ["grot", "dt", "log_scale", "rot", "log_bones"], config.silhouettes and config.bones_silhouettes),
               ("mesh", ["grot", "dt", "rot", "offsets"] + (["log_scale", "log_bones"] if config.mesh_bones else []),
                config.silhouettes)]
     hooks = hooks or Hooks(log=log)
@@ -485,7 +506,8 @@ def fit_avatar_shape(template: Template, obs: Observations, config: FitConfig, n
     if bad:
         raise ValueError(f"keyframe(s) {bad} outside the {F} frames")
     obs = _with_crops(obs, config).frames(keyframes)
-    result = fit_shape(template, obs, _triangulated(obs), config, log, hooks)
+    points = _triangulated(obs)
+    result = fit_shape(template, reject_outliers(obs, points, config.outlier_px), points, config, log, hooks)
     result.keyframes = list(keyframes)
     return result
 
@@ -494,4 +516,5 @@ def track_sequence(template: Template, shape: Shape, obs: Observations, config: 
                    progress: Callable[[int], None] = lambda n: None, hooks: Hooks | None = None) -> TrackResult:
     """Stage B from raw views (triangulation for the per-frame global init, then :func:`track`)."""
     obs = _with_crops(obs, config)
-    return track(template, shape, obs, _triangulated(obs), config, progress, hooks)
+    points = _triangulated(obs)
+    return track(template, shape, reject_outliers(obs, points, config.outlier_px), points, config, progress, hooks)
