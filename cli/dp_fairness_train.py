@@ -74,10 +74,19 @@ train_options = option_set(
                  default="independent", show_default=True,
                  help="Histogram from its own Poisson batch (the accounted mechanism exactly) or "
                       "from the gradient's batch as in the paper (epsilon then not a proven bound)."),
+    click.option("--dual-rates", type=click.Choice(["hard", "soft"]), default="hard", show_default=True,
+                 help="What the released histogram counts: argmax predictions (the rates the model is judged "
+                      "by) or softmax(tau * logits) as in the paper; the dual step reads it."),
     click.option("--non-private", is_flag=True,
                  help="sigma 0, no Laplace noise, no clipping: non-private SGDA (epsilon infinite)."),
     click.option("--allow-small-groups", is_flag=True,
                  help="Train although a group's expected batch count is below its Laplace noise."),
+    click.option("--validation", type=Float(0, 1, max_open=True), default=0.1, show_default=True,
+                 help="Share of the rows held out of training to score the model against the majority class "
+                      "(0: none)."),
+    click.option("--validation-epsilon", type=POSITIVE, default=None,
+                 help="Budget of the held-out rows' Laplace histogram (composed into the ledger). "
+                      "Default: 5 % of --epsilon."),
 )
 
 
@@ -133,7 +142,7 @@ def _model_and_table(run, model: str, table: str, iterate: str, categorical: str
 # left out of --help (shown by --help-all and the man page): the paper's hyperparameters
 ADVANCED_TRAIN = ("positive_label", "max_steps", "laplace_b", "count_epsilon", "batch_size", "clip", "lr_dual", "dual_update",
                   "dual_momentum", "dual_max", "temperature", "hidden", "no_standardize", "histogram_batch",
-                  "allow_small_groups")
+                  "dual_rates", "allow_small_groups", "validation", "validation_epsilon")
 
 
 @verb(group, "train", output="artifact", torch_options=True, advanced=ADVANCED_TRAIN)
@@ -155,6 +164,20 @@ def train(run, table, **options):
              f"lr {plan.lr:.3g}" + (f", lr-dual {plan.lr_dual:.3g}" if plan.constraints is not None else ""))
     fitted = dpfair.train(data, config, plan, seed=run.seed or 0, device=run.device, progress=run.progress,
                           warn=run.warn, log=run.detail if run.verbose else None)
+    stage = "SGDA" if config.non_private else ("RaCO-DP" if plan.constraints is not None else "DP-SGD")
+    stop = dict(fitted.stop)
+    run.stopped(stage, stop.pop("ran"), stop.pop("planned"), "steps", stop.pop("reason"), **stop)
+    report, warnings = dpfair.check_baselines(
+        data, plan, {"model": dpfair.Model.from_fitted(fitted)}, seed=run.seed or 0,
+        gamma=config.gamma if config.constraint_spec is None else None, train_violation=fitted.stop.get("train_violation"))
+    if report["rows"]:
+        run.info(f"held-out rows ({report['rows']}, epsilon {report['epsilon']}): accuracy "
+                 f"{report['model']['accuracy']:.4f}, DP gap {report['model']['dp_gap']:.4f}; majority class "
+                 f"{report['majority']['class']!r} {report['majority']['accuracy']:.4f} "
+                 f"(noise sd {report['accuracy_noise_sd']:.3f})")
+    for message in warnings:
+        run.warn(message)
+    fitted.metadata["dpfair.validation"] = report
     run.write_artifact(fitted.tensors, KIND_MODEL, metadata=fitted.metadata, version=str(MODEL_VERSION))
 
 
@@ -214,6 +237,8 @@ ACCOUNT_SECONDS_PER_STEP = 3e-5
               help="Histogram noise as INVERSE scale (Laplace(0, 1/b)); omit for DP-SGD (no histogram).")
 @click.option("--count-epsilon", type=POSITIVE, default=None,
               help="Add train's one-off Laplace release of the cell sizes (train's default: 5 % of epsilon).")
+@click.option("--validation-epsilon", type=POSITIVE, default=None,
+              help="Add train's Laplace histogram of the held-out rows (train's default: 5 % of epsilon).")
 @click.option("--sampling-rate", type=Float(0, 1, min_open=True), default=None, help="Poisson rate q.")
 @click.option("--batch-size", type=POSITIVE, default=None, help="Expected batch size B (with --n: q = B / n).")
 @click.option("--n", "n_records", type=click.IntRange(min=1), default=None, help="Training records n.")

@@ -102,8 +102,11 @@ def test_constraint_none_is_dpsgd_and_accounts_gaussian_only(cli, tables, tmp_pa
     with safe_open(model, "np") as fh:
         led = yaml.safe_load(fh.metadata()["dpfair.ledger"])
     assert led["laplace_b"] is None
-    acc = cli(TOOL, "account", "--sigma", "2", "--sampling-rate", str(300 / 1500), "--steps", "15")
+    assert led["epsilon_validation"] == pytest.approx(0.4)       # 5 % of epsilon 8: the held-out histogram
+    acc = cli(TOOL, "account", "--sigma", "2", "--sampling-rate", str(led["sampling_rate"]), "--steps", "15",
+              "--validation-epsilon", "0.4")
     assert yaml.safe_load(acc.stdout)["epsilon"] == pytest.approx(led["epsilon_spent"])
+    assert led["sampling_rate"] == pytest.approx(300 / led["expected_batch_size"] * led["sampling_rate"])
 
 
 def test_yaml_spec_constraint_and_fnr(cli, tables, tmp_path):
@@ -163,7 +166,7 @@ def test_sweep_writes_pareto_table_and_plot(cli, tables, tmp_path):
     p = cli(TOOL, "sweep", train, "--test", test, "--gammas", "0.02,0.2", *FAST, "--plot", png)
     assert p.returncode == 0, p.stderr
     r = yaml.safe_load(p.stdout)
-    assert [row["gamma"] for row in r["rows"]] == [0.02, 0.2] and r["runs"] == 2
+    assert [row["gamma"] for row in r["rows"]] == [0.02, 0.2] and r["runs"] == 3   # + the unconstrained model
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
@@ -226,7 +229,8 @@ def test_small_group_warns_with_expected_count(cli, tmp_path):
     out = tmp_path / "m.safetensors"
     p = cli(TOOL, "train", path, *FAST, "--allow-small-groups", "-o", out)   # an error without it (issue 23)
     assert p.returncode == 0
-    assert "expected noisy count of" in p.stderr and "'X'" in p.stderr
+    assert "small expected noisy counts per batch" in p.stderr and "'X'" in p.stderr
+    assert p.stderr.count("small expected noisy counts") == 1
 
 
 def test_wrong_artifact_kind_and_two_stdins(cli, one_line_error, tables, tmp_path):

@@ -36,14 +36,21 @@ def test_python_train_gives_the_cli_bytes(cli, tmp_path, model_args, kind):
     table = read_columns(str(path))
     config = dpfair.TrainConfig(label="y", sensitive=["sex"], batch_size=150, laplace_b=0.2, sigma=2.0,
                                 max_steps=12, epsilon=8.0, model_kind=kind, hidden=[6] if kind == "mlp" else [])
-    plan = dpfair.plan(table, config)
+    plan = dpfair.plan(table, config, seed=5)              # the seed also draws the held-out rows
     assert plan.ledger.steps == 12 and plan.ledger.epsilon_spent <= 8.0
+    assert plan.n == int((~plan.holdout).sum()) and 30 < int(plan.holdout.sum()) < 90
     torch.manual_seed(5)                                   # the CLI seeds torch's global generator too
     fitted = dpfair.train(table, config, plan, seed=5)
+    report, _ = dpfair.check_baselines(table, plan, {"model": dpfair.Model.from_fitted(fitted)}, seed=5,
+                                       gamma=config.gamma, train_violation=fitted.stop.get("train_violation"))
+    stop = dict(fitted.stop)
+    stopped = {"stage": "RaCO-DP", "ran": stop.pop("ran"), "planned": stop.pop("planned"), "unit": "steps",
+               "reason": stop.pop("reason"), **stop}
     stamped = read_artifact(str(out))                      # provenance stamps: the CLI's argv and config
     ours = encode(fitted.tensors, build_metadata(dpfair.KIND_MODEL, version=str(dpfair.MODEL_VERSION),
                                                  producer=stamped.producer, config=stamped.config,
-                                                 extra=fitted.metadata))
+                                                 extra={**fitted.metadata, "dpfair.validation": report,
+                                                        "cortexkit.stopped": [stopped]}))
     assert ours == out.read_bytes()
     # and the model evaluates from Python like the CLI's evaluate
     report = dpfair.evaluate(dpfair.Model.from_fitted(fitted), table)
@@ -96,7 +103,7 @@ def test_default_batch_steps_and_steps_sizes_come_from_n_budget_and_groups(tmp_p
     noisy = dpfair.api.noisy_cell_counts(other.cells, 2, 0.01, seed=1)   # another seed, another noise
     assert other.ledger.sampling_rate == pytest.approx(min(0.5, 7.07 * noise_std / noisy.min()), rel=1e-3)
     assert dpfair.plan(table, dpfair.TrainConfig(label="y", constraint="none", lr=0.1, batch_size=60,
-                                                 max_steps=40)).ledger.sampling_rate == pytest.approx(0.1)
+                                                 max_steps=40, validation=0)).ledger.sampling_rate == pytest.approx(0.1)
 
 
 def test_noisy_cell_counts_are_laplace_of_the_asked_scale_and_floored_at_zero():

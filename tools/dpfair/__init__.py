@@ -6,7 +6,7 @@ The whole method from Python (what ``cortexkit dp-fairness-train`` calls): :func
 """
 
 _API = ("TrainConfig", "AccountConfig", "Plan", "Fitted", "Model", "plan", "train", "predict", "evaluate",
-        "account", "sweep", "parse_gammas", "KIND_MODEL", "KIND_PREDICTIONS", "MODEL_VERSION",
+        "account", "sweep", "check_baselines", "parse_gammas", "KIND_MODEL", "KIND_PREDICTIONS", "MODEL_VERSION",
         "BUILTIN_CONSTRAINTS", "MAX_CELLS")
 
 __all__ = list(_API)

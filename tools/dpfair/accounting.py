@@ -67,6 +67,14 @@ def _count_release(count_epsilon: float):
         1.0 / count_epsilon, sensitivity=1.0, sampling_prob=1.0, use_connect_dots=True)
 
 
+def one_off_epsilons(count_epsilon) -> tuple[float, ...]:
+    """The pure epsilons of the one-off Laplace releases (L1 sensitivity 1, not subsampled) composed
+    with the training steps: ``count_epsilon`` is one epsilon (the cell counts) or a sequence of them
+    (the cell counts, then the held-out validation histogram); zeros are releases not made."""
+    values = count_epsilon if isinstance(count_epsilon, (tuple, list)) else (count_epsilon,)
+    return tuple(float(e) for e in values if e and e > 0)
+
+
 def _check_args(sigma: float, laplace_b: float | None, sampling_rate: float, delta: float) -> None:
     if not (0.0 < sampling_rate <= 1.0):
         raise ValueError(f"sampling rate q must be in (0, 1], got {sampling_rate}")
@@ -93,8 +101,8 @@ def privacy_loss_distribution(sigma: float, laplace_b: float | None, sampling_ra
     total = _gaussian_step(float(sigma), float(sampling_rate)).self_compose(steps)
     if laplace_b is not None:
         total = total.compose(_laplace_step(float(laplace_b), float(sampling_rate)).self_compose(steps))
-    if count_epsilon > 0:
-        total = total.compose(_count_release(float(count_epsilon)))
+    for e in one_off_epsilons(count_epsilon):
+        total = total.compose(_count_release(e))
     return total
 
 
@@ -105,7 +113,13 @@ def epsilon_spent(sigma: float, laplace_b: float | None, sampling_rate: float, s
     if steps < 0:
         raise ValueError(f"steps must be >= 0, got {steps}")
     if steps == 0:
-        return float(_count_release(float(count_epsilon)).get_epsilon_for_delta(delta)) if count_epsilon > 0 else 0.0
+        releases = one_off_epsilons(count_epsilon)
+        if not releases:
+            return 0.0
+        pld = _count_release(releases[0])
+        for e in releases[1:]:
+            pld = pld.compose(_count_release(e))
+        return float(pld.get_epsilon_for_delta(delta))
     pld = privacy_loss_distribution(sigma, laplace_b, sampling_rate, steps, count_epsilon)
     if pld is None:
         return math.inf
@@ -168,8 +182,9 @@ def calibrate_sigma(laplace_b: float | None, sampling_rate: float, steps: int, e
         raise ValueError(f"steps must be >= 1, got {steps}")
     if laplace_b is not None:
         lap = epsilon_parts(1.0, laplace_b, sampling_rate, steps, delta)["laplace_only"]
-        if lap + count_epsilon >= epsilon:
-            counts = f" (+ {count_epsilon:.3g} for the cell counts)" if count_epsilon > 0 else ""
+        one_off = sum(one_off_epsilons(count_epsilon))
+        if lap + one_off >= epsilon:
+            counts = f" (+ {one_off:.3g} for the cell counts and validation)" if one_off > 0 else ""
             raise ValueError(
                 f"the histogram alone (laplace_b {laplace_b:g}, q {sampling_rate:.4g}, T {steps}) spends "
                 f"epsilon {lap:.3f}{counts} >= the target {epsilon:g}: lower --laplace-b or --steps")
@@ -244,6 +259,7 @@ class PrivacyLedger:
     epsilon_laplace_only: float | None = None
     accountant: str = ACCOUNTANT_NAME
     epsilon_counts: float = 0.0  # pure epsilon of the planner's Laplace count of the constraint cells
+    epsilon_validation: float = 0.0  # pure epsilon of the held-out rows' Laplace histogram (baseline check)
     histogram_batch: str = "independent"  # "shared": the paper's batch, epsilon not a proven bound
     laplace_convention: str = LAPLACE_CONVENTION
 
@@ -267,12 +283,13 @@ class PrivacyLedger:
 
 def make_ledger(sigma: float, clip_norm: float, laplace_b: float | None, sampling_rate: float,
                 n_train: int, steps: int, delta: float, epsilon_target: float | None = None,
-                count_epsilon: float = 0.0) -> PrivacyLedger:
-    parts = epsilon_parts(sigma, laplace_b, sampling_rate, steps, delta, count_epsilon)
+                count_epsilon: float = 0.0, validation_epsilon: float = 0.0) -> PrivacyLedger:
+    parts = epsilon_parts(sigma, laplace_b, sampling_rate, steps, delta, (count_epsilon, validation_epsilon))
     return PrivacyLedger(
         sigma=float(sigma), clip_norm=float(clip_norm),
         laplace_b=None if laplace_b is None else float(laplace_b),
         sampling_rate=float(sampling_rate), expected_batch_size=float(sampling_rate * n_train),
         steps=int(steps), delta=float(delta), epsilon_spent=parts["total"],
         epsilon_target=epsilon_target, epsilon_gaussian_only=parts["gaussian_only"],
-        epsilon_laplace_only=parts.get("laplace_only"), epsilon_counts=float(count_epsilon))
+        epsilon_laplace_only=parts.get("laplace_only"), epsilon_counts=float(count_epsilon),
+        epsilon_validation=float(validation_epsilon))

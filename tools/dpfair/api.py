@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -24,7 +24,7 @@ import torch
 
 from cortexkit.formats.errors import CortexError
 
-from . import accounting, constraints as cons, metrics, models, raco, table as tab
+from . import accounting, baseline, constraints as cons, metrics, models, raco, table as tab
 
 KIND_MODEL = "dpfair-model"
 KIND_PREDICTIONS = "dpfair-predictions"
@@ -40,6 +40,9 @@ GROUP_MARGIN = 10 / math.sqrt(2.0)  # default q keeps each rate denominator's ba
 STEP_LENGTH = 2.0         # default --lr = STEP_LENGTH / clip: the mean clipped gradient moves theta <= 2
 COUNT_SHARE = 0.05        # default --count-epsilon = COUNT_SHARE x epsilon: the planner's noisy cell sizes
 COUNT_STREAM = 0xC0      # seeds the count noise apart from the training loop's generator
+VALIDATION_FRACTION = 0.1  # default --validation: rows held out to score the baselines on
+VALIDATION_SHARE = 0.05   # default --validation-epsilon = VALIDATION_SHARE x epsilon (their Laplace histogram)
+NONPRIVATE_TOL = 1e-5     # --non-private stops when the full gradient norm (and dual move) fall below this
 DUAL_STEP = 0.03          # default --lr-dual = DUAL_STEP / gamma * sqrt(1000 / T) (0.6 at gamma 0.05, T 1000)
 META_KEYS = ("dpfair.model", "dpfair.encoder", "dpfair.constraints", "dpfair.ledger")
 
@@ -85,8 +88,11 @@ class TrainConfig:
     hidden: Sequence[int] = (64,)
     standardize: bool = True
     histogram_batch: str = "independent"
+    dual_rates: str = "hard"            # the released histogram (dual step, denominators) counts argmax predictions
     non_private: bool = False
     allow_small_groups: bool = False    # train although a group's noisy count is mostly noise
+    validation: float = VALIDATION_FRACTION   # share of rows held out to score the baselines (0: none)
+    validation_epsilon: float | None = None   # None: VALIDATION_SHARE x epsilon (inf when non-private)
     min_class_rows: int = 10            # a label value with fewer rows is an error (a stray value)
 
 
@@ -104,6 +110,8 @@ class Plan:
     hidden: list[int]
     lr: float                           # the primal and dual steps used (the defaults resolved)
     lr_dual: float
+    holdout: np.ndarray | None = None   # (rows of the table,) bool: held out of training for the baseline check
+    validation_epsilon: float = 0.0     # pure epsilon of the held-out histogram (inf: exact, non-private)
 
 
 @dataclass
@@ -112,6 +120,8 @@ class Fitted:
     tensors: dict[str, torch.Tensor]
     metadata: dict[str, Any]
     history: list[dict] = field(default_factory=list)
+    stop: dict = field(default_factory=dict)   # ran, planned, reason[, train_violation: the released
+                                               # histograms' mean max(Gamma - gamma) over the last quarter]
 
 
 def need_columns(table: Columns, names: Iterable[str], what: str, source: str) -> None:
@@ -188,7 +198,9 @@ def default_sampling_rate(config: TrainConfig, n: int, laplace_b: float | None, 
     steps = config.steps or config.max_steps
     sigma = config.sigma or SIGMA_TARGET
     q_max = Q_MAX if n >= 2 else 1.0
-    if config.non_private or not (config.epsilon > 0 and math.isfinite(config.epsilon)) or not (0 < config.delta < 1):
+    if config.non_private:
+        return 1.0     # exact full-batch gradient descent-ascent: nothing to amplify, nothing to average out
+    if not (config.epsilon > 0 and math.isfinite(config.epsilon)) or not (0 < config.delta < 1):
         q = min(q_max, 0.1)
     else:
         try:
@@ -200,10 +212,12 @@ def default_sampling_rate(config: TrainConfig, n: int, laplace_b: float | None, 
 
 
 def _ledger(config: TrainConfig, n: int, laplace_b: float | None, warn: Warn,
-            group_rate: float = 0.0, count_epsilon: float = 0.0) -> accounting.PrivacyLedger:
+            group_rate: float = 0.0, count_epsilon: float = 0.0,
+            validation_epsilon: float = 0.0) -> accounting.PrivacyLedger:
     """The privacy plan: q from the batch size (or planned), then T (or sigma) from the budget,
-    with the cell-count release (``count_epsilon``, 0: none) composed in."""
-    ce = count_epsilon
+    with the cell-count release (``count_epsilon``, 0: none) and the held-out rows' histogram
+    (``validation_epsilon``, 0: none) composed in."""
+    ce = (count_epsilon, validation_epsilon)
     if config.batch_size is None:
         q = default_sampling_rate(config, n, laplace_b, group_rate, ce)
     else:
@@ -228,7 +242,8 @@ def _ledger(config: TrainConfig, n: int, laplace_b: float | None, warn: Warn,
             one = accounting.epsilon_spent(sigma_, laplace_b, q, 1, delta, ce)
             raise CortexError(f"the budget epsilon {epsilon:g} (delta {delta:g}) allows zero steps: one step "
                               f"already spends {one:.3g} with sigma {sigma_:g}, laplace-b {laplace_b}, q {q:.4g}"
-                              + (f", count-epsilon {ce:.3g}" if ce else "") + "; "
+                              + (f", count-epsilon {count_epsilon:.3g}" if count_epsilon else "")
+                              + (f", validation-epsilon {validation_epsilon:.3g}" if validation_epsilon else "") + "; "
                               "raise --sigma, lower --laplace-b or --batch-size")
         if sigma is None and (accounting.epsilon_spent(sigma_, laplace_b, q, steps_, delta, ce)
                               < (1 - BUDGET_TOLERANCE) * epsilon):
@@ -243,7 +258,7 @@ def _ledger(config: TrainConfig, n: int, laplace_b: float | None, warn: Warn,
     else:
         sigma_, steps_ = sigma, steps
     ledger = accounting.make_ledger(sigma_, clip, laplace_b, q, n, steps_, delta, epsilon_target=epsilon,
-                                    count_epsilon=ce)
+                                    count_epsilon=count_epsilon, validation_epsilon=validation_epsilon)
     if ledger.epsilon_spent > epsilon * (1 + 1e-9):
         raise CortexError(f"sigma {sigma_:g} and {steps_} steps spend epsilon {ledger.epsilon_spent:.4g} > "
                           f"--epsilon {epsilon:g}: refusing to run past the budget (drop --steps or --sigma "
@@ -326,6 +341,11 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
     classes = tab.label_classes(table[label], label)
     n = len(table[label])
     _check_classes(table[label], classes, label, config.min_class_rows, source)
+    if not (0 <= config.validation < 1):
+        raise CortexError(f"--validation must be a share in [0, 1), got {config.validation}")
+    holdout = baseline.holdout_mask(n, config.validation, seed)
+    if holdout is not None:
+        table, n = take_rows(table, ~holdout), int((~holdout).sum())
     features = [c for c in table if c != label and c not in sens and c not in dropped]
     if not features:
         raise CortexError(f"{source}: no feature columns left after label, sensitive and --drop")
@@ -346,7 +366,9 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
                           f"on {source}: no classifier (not even one that sees every cell) meets them"
                           + (" on its noisy cell counts" if ce else "") + "; loosen the gammas")
     group_rate = 0.0 if rc is None else cons.group_noise_rate(rc, counts, config.laplace_b)
-    ledger = _ledger(config, n, None if rc is None else config.laplace_b, warn, group_rate, ce)
+    ve = validation_epsilon(config) if holdout is not None else 0.0
+    ledger = _ledger(config, n, None if rc is None else config.laplace_b, warn, group_rate, ce,
+                     0.0 if math.isinf(ve) else ve)
     if rc is not None:
         ledger.histogram_batch = config.histogram_batch
         if config.histogram_batch == "shared" and math.isfinite(ledger.epsilon_spent):
@@ -367,13 +389,48 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
     if config.model_kind == "mlp" and (not hidden or min(hidden) < 1):
         raise CortexError(f"--hidden {','.join(map(str, config.hidden))!r}: give positive layer sizes, "
                           "e.g. 64 or 128,64")
-    lr = config.lr if config.lr is not None else STEP_LENGTH / (config.clip if math.isfinite(config.clip) else 1.0)
+    if config.lr is not None:
+        lr = config.lr
+    elif config.non_private and config.model_kind == "logistic":
+        lr = nonprivate_step(encoder.transform(table)[0])
+    else:
+        lr = STEP_LENGTH / (config.clip if math.isfinite(config.clip) else 4.0)
     lr_dual = (config.lr_dual if config.lr_dual is not None
                else DUAL_STEP / max(config.gamma, 0.005) * math.sqrt(1000.0 / max(ledger.steps, 1)))
     for name, value in (("--lr", lr), ("--lr-dual", lr_dual)):
         if not (value > 0) or math.isinf(value):
             raise CortexError(f"{name} must be a positive finite number, got {value}")
-    return Plan(classes, encoder, rc, cells, ledger, label, sens, n, hidden, float(lr), float(lr_dual))
+    return Plan(classes, encoder, rc, cells, ledger, label, sens, n, hidden, float(lr), float(lr_dual),
+                holdout, ve)
+
+
+def take_rows(table: Columns, keep: np.ndarray) -> Columns:
+    """The rows of ``table`` where ``keep`` (rows,) is true, as Columns (declared categoricals kept)."""
+    index = np.flatnonzero(keep)
+    return Columns({c: [v[i] for i in index] for c, v in table.items()}, getattr(table, "categorical", ()),
+                   getattr(table, "source", "<table>"))
+
+
+def validation_epsilon(config: TrainConfig) -> float:
+    """Pure epsilon of the held-out rows' Laplace histogram: --validation-epsilon, else VALIDATION_SHARE x
+    epsilon; inf (the exact histogram) for --non-private."""
+    if config.non_private:
+        return math.inf
+    ve, epsilon = config.validation_epsilon, config.epsilon
+    if ve is None:
+        return VALIDATION_SHARE * epsilon if epsilon > 0 and math.isfinite(epsilon) else 0.0
+    if not (0 < ve < epsilon):
+        raise CortexError(f"--validation-epsilon must be above 0 and below --epsilon {epsilon:g}, got {ve}")
+    return float(ve)
+
+
+def nonprivate_step(x: np.ndarray) -> float:
+    """Step size 1 / L of full-batch gradient descent on the softmax cross-entropy of a linear model:
+    its Hessian is at most 1/2 lambda_max([x, 1]^T [x, 1] / n) (the softmax Jacobian's norm is <= 1/2).
+    x (n, d). Non-private only: it reads the data exactly."""
+    xa = np.concatenate([np.asarray(x, dtype=np.float64), np.ones((len(x), 1))], axis=1)
+    top = float(np.linalg.eigvalsh(xa.T @ xa / max(len(xa), 1))[-1])
+    return 1.0 / (0.5 * max(top, 1e-12))
 
 
 def _json_ledger(d: dict) -> dict:
@@ -397,6 +454,8 @@ def train(table: Columns, config: TrainConfig, plan_: Plan | None = None, *, see
     """
     table = as_columns(table)
     p = plan_ if plan_ is not None else plan(table, config, warn=warn, seed=seed)
+    if p.holdout is not None:
+        table = take_rows(table, ~p.holdout)      # the held-out rows only ever meet the baseline check
     x, warnings = p.encoder.transform(table)
     for w in warnings:
         warn(w)
@@ -414,7 +473,8 @@ def train(table: Columns, config: TrainConfig, plan_: Plan | None = None, *, see
         laplace_b=math.inf if ledger.laplace_b is None else ledger.laplace_b, lr=p.lr,
         lr_dual=p.lr_dual, dual_update=config.dual_update, dual_momentum=config.dual_momentum,
         dual_max=config.dual_max, temperature=config.temperature, record_every=25 if log else 0,
-        histogram_batch=config.histogram_batch)
+        histogram_batch=config.histogram_batch, dual_rates=config.dual_rates,
+        tol=NONPRIVATE_TOL if config.non_private and ledger.sampling_rate >= 1 else 0.0)
     generator = torch.Generator()
     generator.manual_seed(seed + generator_offset)
 
@@ -449,7 +509,13 @@ def train(table: Columns, config: TrainConfig, plan_: Plan | None = None, *, see
         "dpfair.constraints": p.constraints.to_dict() if p.constraints is not None else None,
         "dpfair.ledger": _json_ledger(ledger.to_dict()),
     }
-    return Fitted(tensors, metadata, result.history)
+    reason = result.stop_reason
+    if reason == "completed" and rconfig.tol > 0:
+        reason = "step-cap"     # non-private: the planned steps ran out before the gradient vanished
+    stop = {"ran": result.steps_run, "planned": ledger.steps, "reason": reason}
+    if result.violation_tail is not None:
+        stop["train_violation"] = round(float(result.violation_tail.max()), 4)
+    return Fitted(tensors, metadata, result.history, stop)
 
 
 class Model:
@@ -556,6 +622,7 @@ class AccountConfig:
     epsilon: float | None = None
     max_steps: int = 5000
     count_epsilon: float | None = None  # train's one-off Laplace release of the constraint cells' sizes
+    validation_epsilon: float | None = None  # train's Laplace histogram of the held-out rows
 
 
 def account(config: AccountConfig, warn: Warn = _no_warn) -> dict:
@@ -565,6 +632,10 @@ def account(config: AccountConfig, warn: Warn = _no_warn) -> dict:
     ce = config.count_epsilon or 0.0
     if not (ce >= 0 and math.isfinite(ce)):
         raise CortexError(f"--count-epsilon must be a positive finite number, got {ce}")
+    ve = config.validation_epsilon or 0.0
+    if not (ve >= 0 and math.isfinite(ve)):
+        raise CortexError(f"--validation-epsilon must be a positive finite number, got {ve}")
+    one_off = (ce, ve)
     sampling_rate = config.sampling_rate
     if sampling_rate is None:
         if config.batch_size is None or config.n_records is None:
@@ -585,12 +656,13 @@ def account(config: AccountConfig, warn: Warn = _no_warn) -> dict:
         raise CortexError(f"--epsilon must be a positive finite number, got {epsilon}")
     report = {"mechanism": "Poisson-subsampled Gaussian" + (" + Poisson-subsampled Laplace histogram"
                                                              if laplace_b is not None else " (DP-SGD)")
-              + (" + one Laplace count of the cells" if ce else "")}
+              + (" + one Laplace count of the cells" if ce else "")
+              + (" + one Laplace histogram of the held-out rows" if ve else "")}
     if sigma is None:
         if epsilon is None or steps is None:
             raise CortexError("without --sigma give --epsilon and --steps to calibrate sigma")
         try:
-            sigma = accounting.calibrate_sigma(laplace_b, sampling_rate, steps, epsilon, delta, count_epsilon=ce)
+            sigma = accounting.calibrate_sigma(laplace_b, sampling_rate, steps, epsilon, delta, count_epsilon=one_off)
         except ValueError as exc:
             raise CortexError(str(exc)) from None
         report["solved_for"] = "sigma"
@@ -598,26 +670,27 @@ def account(config: AccountConfig, warn: Warn = _no_warn) -> dict:
         if epsilon is None:
             raise CortexError("give --steps (to get epsilon) or --epsilon (to get the largest number of steps)")
         steps = accounting.max_steps(sigma, laplace_b, sampling_rate, epsilon, delta, cap=config.max_steps,
-                                     count_epsilon=ce)
+                                     count_epsilon=one_off)
         report["solved_for"] = "steps"
         if steps == config.max_steps:
             report["note"] = f"the step search stopped at --max-steps {config.max_steps}"
     else:
         report["solved_for"] = "epsilon"
-    parts = accounting.epsilon_parts(sigma, laplace_b, sampling_rate, steps, delta, ce)
+    parts = accounting.epsilon_parts(sigma, laplace_b, sampling_rate, steps, delta, one_off)
     report.update({
         "sigma": sigma, "laplace_b": laplace_b,
         "laplace_scale": None if laplace_b is None else 1.0 / laplace_b,
         "sampling_rate": sampling_rate, "steps": steps, "delta": delta, "epsilon_target": epsilon,
         "epsilon": parts["total"], "epsilon_gaussian_only": parts["gaussian_only"],
         "epsilon_laplace_only": parts.get("laplace_only"), "epsilon_counts": ce,
+        "epsilon_validation": ve,
         "within_budget": None if epsilon is None else bool(parts["total"] <= epsilon),
         "accountant": accounting.ACCOUNTANT_NAME,
         "laplace_convention": accounting.LAPLACE_CONVENTION,
     })
     if epsilon is not None and report["solved_for"] == "steps" and steps > 0:
         message = budget_shortfall(parts["total"], epsilon, sigma, laplace_b, sampling_rate, steps, delta,
-                                   capped=steps == config.max_steps, fixed=False, count_epsilon=ce)
+                                   capped=steps == config.max_steps, fixed=False, count_epsilon=one_off)
         if message:
             report["budget_warning"] = message
             warn(message)
@@ -643,15 +716,28 @@ def sweep(table: Columns, test: Columns, config: TrainConfig, gammas: Sequence[f
     if config.constraint == "none":
         raise CortexError("sweep varies gamma: give a constraint, not none")
     table, test = as_columns(table), as_columns(test)
+    warn = once(warn)     # a sweep plans and trains many times: each cause is said once
     configs = [_with_gamma(config, g) for g in gammas]
     plans = [plan(table, c, source=source, warn=warn, seed=seed) for c in configs]   # all checks first
-    rows = []
+    free = replace(config, constraint="none", constraint_spec=None)
+    free_plan = plan(table, free, source=source, warn=warn, seed=seed)
+    rows, losers, dominated, unmet = [], [], [], []
+    free_models = []
+    for s in range(seeds):      # the unconstrained private model: the sweep's other baseline
+        fitted = train(table, free, free_plan, seed=seed, generator_offset=1000 * s, device=device,
+                       progress=progress, warn=warn)
+        free_models.append(Model.from_fitted(fitted, iterate))
     for g, c, p in zip(gammas, configs, plans):
-        runs = []
+        runs, checks = [], []
         for s in range(seeds):
             fitted = train(table, c, p, seed=seed, generator_offset=1000 * s, device=device,
                            progress=progress, warn=warn)
-            runs.append(evaluate(Model.from_fitted(fitted, iterate), test, test_source, warn))
+            model = Model.from_fitted(fitted, iterate)
+            runs.append(evaluate(model, test, test_source, warn))
+            report, found = check_baselines(table, p, {"model": model, "unconstrained": free_models[s]},
+                                            seed=seed + 1000 * s, gamma=g,
+                                            train_violation=fitted.stop.get("train_violation"))
+            checks.append((report, found, fitted.stop))
         row = {"gamma": g, "epsilon": p.ledger.epsilon_spent, "steps": p.ledger.steps, "sigma": p.ledger.sigma}
         for key in ("error", "accuracy", "dp_gap", "ovr_gap", "eo_gap"):
             vals = [r[key] for r in runs if key in r]
@@ -659,16 +745,118 @@ def sweep(table: Columns, test: Columns, config: TrainConfig, gammas: Sequence[f
                 row[key] = statistics.fmean(vals)
                 row[f"{key}_sd"] = statistics.stdev(vals) if len(vals) > 1 else 0.0
         row["max_violation_hard"] = statistics.fmean(r["constraint_violation"]["max_violation_hard"] for r in runs)
+        row["held_out"] = [r for r, _, _ in checks]
+        violations = [st["train_violation"] for _, _, st in checks if "train_violation" in st]
+        if violations:
+            row["train_violation"] = statistics.fmean(violations)
+        for report, found, _ in checks:
+            if any("below the majority class" in w for w in found):
+                losers.append((g, report["model"]["accuracy"], report["majority"]))
+            if any("neither more accurate nor fairer" in w for w in found):
+                dominated.append((g, report["model"], report["unconstrained"]))
+            if any("is not met on the training rows" in w for w in found):
+                unmet.append(g)
         rows.append(row)
         info(f"gamma {g:g}: error {row['error']:.4f} dp_gap {row.get('dp_gap', float('nan')):.4f}")
+    _sweep_warnings(warn, losers, dominated, unmet, checks[0][0] if rows else {})
     return {"constraint": config.constraint,
-            "epsilon_per_run": rows[0]["epsilon"], "delta": plans[0].ledger.delta, "runs": len(gammas) * seeds,
-            "privacy_note": "each run spends epsilon_per_run; releasing all of them composes "
-                            "(at most runs x epsilon_per_run by basic composition)",
+            "epsilon_per_run": rows[0]["epsilon"], "delta": plans[0].ledger.delta,
+            "runs": (len(gammas) + 1) * seeds,
+            "privacy_note": "each run (every gamma, and the unconstrained baseline) spends epsilon_per_run; "
+                            "releasing all of them composes (at most runs x epsilon_per_run by basic composition)",
             "iterate": iterate, "rows": rows}
 
 
-def _with_gamma(config: TrainConfig, gamma: float) -> TrainConfig:
-    from dataclasses import replace
+def _sweep_warnings(warn: Warn, losers, dominated, unmet, report: dict) -> None:
+    """One warning per cause over the whole sweep, naming the gammas and their held-out figures."""
+    sd = report.get("accuracy_noise_sd", 0.0)
+    noise = f"; noise sd {sd:.3f}" if sd else ""
+    if losers:
+        maj = losers[0][2]
+        shown = ", ".join(f"gamma {g:g}: {a:.3f}" for g, a, _ in losers)
+        warn(f"{len(losers)} run(s) score below the majority class {maj['class']!r} ({maj['accuracy']:.3f}) on the "
+             f"held-out rows ({shown}{noise}): predicting {maj['class']!r} for every row does better")
+    if dominated:
+        shown = ", ".join(f"gamma {g:g}: accuracy {m['accuracy']:.3f} gap {m['dp_gap']:.3f} vs {u['accuracy']:.3f} "
+                          f"gap {u['dp_gap']:.3f}" for g, m, u in dominated)
+        warn(f"{len(dominated)} run(s) are neither more accurate nor fairer than the unconstrained private model "
+             f"on the held-out rows ({shown}{noise})")
+    if unmet:
+        shown = ", ".join(f"{g:g}" for g in dict.fromkeys(unmet))
+        warn(f"gamma {shown}: not met on the training rows (their released rates stay more than "
+             f"{VIOLATION_TOLERANCE:g} above gamma over the last quarter of the steps); the training rows cannot "
+             "meet it at this budget")
 
+
+def once(warn: Warn) -> Warn:
+    """``warn`` that drops a message it has already said (one line per cause in a command)."""
+    said: set[str] = set()
+
+    def say(message: str) -> None:
+        if message not in said:
+            said.add(message)
+            warn(message)
+    return say
+
+
+def _with_gamma(config: TrainConfig, gamma: float) -> TrainConfig:
     return replace(config, gamma=gamma)
+
+
+VIOLATION_TOLERANCE = 0.01   # a run whose released rates stay this far above gamma did not meet it
+
+
+def check_baselines(table: Columns, plan_: Plan, scored: dict[str, "Model"], *, seed: int = 0,
+                    gamma: float | None = None, train_violation: float | None = None,
+                    label: str = "the model") -> tuple[dict, list[str]]:
+    """Score the model(s) and the majority class on the plan's held-out rows through one Laplace histogram.
+
+    ``scored``: name -> Model, "model" first (a sweep adds "unconstrained", the private model without
+    constraints). Returns (report, warnings): the warnings say, with the figures, when the model loses to
+    the majority class, when a constrained model is neither more accurate nor fairer than the
+    unconstrained one, and when the training rows' released rates did not meet gamma
+    (``train_violation``, from the run's own noisy histograms, free post-processing).
+    """
+    warnings = []
+    if train_violation is not None and train_violation > VIOLATION_TOLERANCE:
+        what = f"gamma {gamma:g}" if gamma is not None else "the constraint spec's gammas"
+        warnings.append(f"{what} is not met on the training rows: their released rates stay "
+                        f"{train_violation:.3f} above it over the last quarter of the steps (the training rows "
+                        "cannot meet it at this budget); loosen --gamma or raise --epsilon")
+    if plan_.holdout is None:
+        return {"rows": 0, "note": "no rows held out (--validation 0 or a small table): baselines not scored"}, warnings
+    table = as_columns(table)
+    held = take_rows(table, plan_.holdout)
+    m = len(held[plan_.label])
+    index = {c: i for i, c in enumerate(plan_.classes)}
+    y = np.array([index[str(v).strip()] for v in held[plan_.label]], dtype=np.int64)
+    if plan_.sensitive:
+        keys = ["&".join(vals) for vals in zip(*[held[c] for c in plan_.sensitive])]
+    else:
+        keys = ["all"] * m
+    names = sorted(set(keys))
+    groups = np.array([names.index(k) for k in keys], dtype=np.int64)
+    preds = [predict(model, held)[0].numpy().astype(np.int64) for model in scored.values()]
+    ve = plan_.validation_epsilon
+    hist = baseline.noisy_histogram(groups, y, preds, len(names), len(plan_.classes), ve, seed)
+    sd = baseline.accuracy_sd(hist, ve, m)
+    k, maj_acc = baseline.majority(hist)
+    report = {"rows": m, "epsilon": "exact (non-private)" if math.isinf(ve) else ve,
+              "accuracy_noise_sd": round(sd, 4),
+              "majority": {"class": plan_.classes[k], "accuracy": round(maj_acc, 4)}}
+    for axis, name in enumerate(scored):
+        s = baseline.score(hist, axis, names)
+        report[name] = {"accuracy": round(s.accuracy, 4), "dp_gap": round(s.dp_gap, 4)}
+    noise = f", noise sd {sd:.3f}" if sd > 0 else ""
+    acc = report["model"]["accuracy"]
+    if acc < maj_acc - sd:     # beyond the release's own noise (sd 0 when exact)
+        warnings.append(f"{label} scores accuracy {acc:.3f} on the {m} held-out rows, below the majority class "
+                        f"{plan_.classes[k]!r} ({maj_acc:.3f}{noise}): predicting {plan_.classes[k]!r} for every row "
+                        "does better; raise --epsilon, loosen --gamma or give more rows")
+    if "unconstrained" in report:
+        u = report["unconstrained"]
+        if acc < u["accuracy"] - sd and report["model"]["dp_gap"] >= u["dp_gap"]:
+            warnings.append(f"{label} (accuracy {acc:.3f}, DP gap {report['model']['dp_gap']:.3f} on the {m} "
+                            f"held-out rows{noise}) is neither more accurate nor fairer than the unconstrained "
+                            f"private model ({u['accuracy']:.3f}, {u['dp_gap']:.3f})")
+    return report, warnings

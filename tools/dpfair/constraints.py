@@ -380,12 +380,13 @@ def expected_cell_warnings(constraints: RateConstraints, cell_counts: np.ndarray
         noise_std = math.sqrt(2.0 * n_cells * constraints.n_classes) / laplace_b
         if expected < 10.0 * noise_std / math.sqrt(2.0):
             names = [" & ".join(t) for t, m in zip(constraints.partition.cell_tuples(), constraints.term_cells[r]) if m]
-            out.append(f"group {names[:3]}{'...' if len(names) > 3 else ''} has an expected noisy count of "
-                       f"{expected:.1f} +/- {noise_std:.1f} (Laplace) per batch: its rates will be dominated by "
-                       f"noise; raise the batch size or --laplace-b, or merge small groups")
-    seen, uniq = set(), []
-    for w in out:
-        if w not in seen:
-            seen.add(w)
-            uniq.append(w)
-    return uniq
+            item = (f"{names[:3]}{'...' if len(names) > 3 else ''}", expected, noise_std)
+            if item not in out:
+                out.append(item)
+    if not out:
+        return []
+    # one cause, one warning: every group whose batch count is small against its noise, in one line
+    shown = "; ".join(f"{g} {e:.1f} +/- {s:.1f}" for g, e, s in out[:4]) + ("; ..." if len(out) > 4 else "")
+    return [f"{len(out)} group(s) have small expected noisy counts per batch against the Laplace noise "
+            f"({shown}): their rates are noisy (an expected count should be at least 7 times its noise "
+            "std); raise the batch size or --laplace-b, or merge small groups"]

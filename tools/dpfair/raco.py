@@ -60,11 +60,16 @@ class RacoConfig:
     record_every: int = 0           # history every this many steps (0: never)
     histogram_batch: str = "independent"  # histogram from its own Poisson batch, or the gradient's
     per_example: str = "closed-form"      # closed-form batched gradients for Linear/ReLU stacks, or "vmap"
+    dual_rates: str = "soft"        # the released histogram counts soft predictions, or "hard" (argmax)
+    tol: float = 0.0                # > 0 (noise-free runs only): stop once the mean gradient's norm and the
+                                    # dual gradient's clipped move are below it ("converged")
 
     def __post_init__(self):
         if self.histogram_batch not in HISTOGRAM_BATCHES:
             raise ValueError(f"histogram batch must be one of {HISTOGRAM_BATCHES}, "
                              f"got {self.histogram_batch!r}")
+        if self.dual_rates not in ("soft", "hard"):
+            raise ValueError(f"dual rates must be 'soft' or 'hard', got {self.dual_rates!r}")
         if self.dual_update not in DUAL_UPDATES:
             raise ValueError(f"dual update must be one of {DUAL_UPDATES}, got {self.dual_update!r}")
         if self.sigma < 0 or not (self.clip_norm > 0) or not (self.laplace_b > 0):
@@ -83,6 +88,9 @@ class TrainResult:
     dual_avg: torch.Tensor           # (J,)
     batch_sizes: list[int] = field(default_factory=list)
     history: list[dict] = field(default_factory=list)
+    steps_run: int = 0
+    stop_reason: str = "completed"   # or "converged"
+    violation_tail: torch.Tensor | None = None   # (J,) mean released violation over the last quarter of steps
 
 
 def laplace_noise(shape, scale: float, generator: torch.Generator, dtype=torch.float64, device="cpu") -> torch.Tensor:
@@ -228,6 +236,9 @@ def train(model: nn.Module, features: torch.Tensor, labels: torch.Tensor, cells:
     layers = linear_stack(model) if config.per_example == "closed-form" else None
     n_classes = None
     result = TrainResult(params, avg, dual, dual_avg)
+    violations = []                  # the released (noisy) Gamma - gamma of every step: post-processing
+    if config.tol > 0 and (config.sigma > 0 or math.isfinite(config.laplace_b) or config.sampling_rate < 1):
+        raise ValueError("a convergence tolerance needs the exact full-batch gradient (non-private, q = 1)")
 
     for t in progress(range(config.steps)):
         idx = poisson_batch(n, config.sampling_rate, generator, device)
@@ -243,7 +254,12 @@ def train(model: nn.Module, features: torch.Tensor, labels: torch.Tensor, cells:
             with torch.no_grad():
                 logits = functional_call(model, params, (hx,))
                 n_classes = logits.shape[1]
-                probs = torch.softmax(config.temperature * logits, dim=1).to(torch.float64)
+                if config.dual_rates == "hard":
+                    # the rates the model is judged by: one-hot argmax rows, still one row per record
+                    # summing to 1, so the release keeps L1 sensitivity 1 (same ledger)
+                    probs = torch.nn.functional.one_hot(logits.argmax(1), logits.shape[1]).to(torch.float64)
+                else:
+                    probs = torch.softmax(config.temperature * logits, dim=1).to(torch.float64)
                 hist = soft_histogram(probs, hc, constraints.partition.n_cells)
                 if math.isfinite(config.laplace_b):
                     hist = hist + laplace_noise(hist.shape, 1.0 / config.laplace_b, generator, device=device)
@@ -264,8 +280,10 @@ def train(model: nn.Module, features: torch.Tensor, labels: torch.Tensor, cells:
             noise = gaussian_noise(sums, config.sigma * config.clip_norm, generator)
             sums = {k: sums[k] + noise[k] for k in sums}
         params = {k: params[k] - config.lr * sums[k] / expected_batch for k in params}
+        dual_before = dual
         if use_rates:
             dual, velocity = dual_step(dual, velocity, dual_gradient, config)
+            violations.append(dual_gradient)
         # Uniform average of the iterates theta_1..theta_T (and lambda_1..lambda_T).
         avg = {k: avg[k] + (params[k] - avg[k]) / (t + 1) for k in avg}
         dual_avg = dual_avg + (dual - dual_avg) / (t + 1)
@@ -279,6 +297,16 @@ def train(model: nn.Module, features: torch.Tensor, labels: torch.Tensor, cells:
             if evaluate is not None:
                 row.update(evaluate(params))
             result.history.append(row)
+        result.steps_run = t + 1
+        if config.tol > 0:
+            grad_norm = math.sqrt(sum(float((v / expected_batch).pow(2).sum()) for v in sums.values()))
+            dual_move = float((dual - dual_before).abs().max()) / config.lr_dual if n_cons else 0.0
+            if grad_norm < config.tol and dual_move < config.tol:
+                result.stop_reason = "converged"
+                break
+    if violations:
+        tail = violations[-max(1, len(violations) // 4):]
+        result.violation_tail = torch.stack(tail).mean(0)
     result.params_last, result.params_avg = params, avg
     result.dual_last, result.dual_avg = dual, dual_avg
     return result
