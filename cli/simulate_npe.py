@@ -69,7 +69,7 @@ def _keep_partial(run, partial, failure, stop=None):
 ADVANCED_SIMULATE = ("quantile", "truncation_samples", "chunk_size", "partial", "resume_path")
 ADVANCED_TRAIN = ("timeout", "workers", "partial", "quantile", "truncation_samples", "ensemble", "active_fraction",
                   "candidates", "lr_pretrain", "batch_size", "validation_fraction", "patience", "clip", "max_epochs",
-                  "x_stats", "transforms", "bins", "hidden", "depth", "embedding", "embedding_dim")
+                  "x_stats", "transforms", "bins", "hidden", "depth", "embedding", "embedding_dim", "theta_map")
 
 
 @verb(group, "simulate", output="artifact", torch_options=True, advanced=ADVANCED_SIMULATE)
@@ -200,6 +200,9 @@ def merge(run, files, allow_partial):
                "train and validation loss.")
 @click.option("--x-stats", type=click.Choice(["auto", "refit", "keep"]), default="auto", show_default=True,
               help="x z-score when fine-tuning: refit on HF (mf-npe) or keep LF's (mf-tsnpe); auto = the paper's.")
+@click.option("--theta-map", type=click.Choice(["zscore", "logit"]), default="zscore", show_default=True,
+              help="Map of box (uniform) parameters into the flow: zscore (affine, samples kept inside by rejection, "
+                   "log q renormalised for the leaked mass; sbi's) or logit (the paper's).")
 @click.option("--transforms", type=Size(min=1, bytes=lambda t, p: 4.0 * (p.get('hidden') or 1) ** 2 * t, what='transforms'), default=5, show_default=True,
               help="Autoregressive spline transforms in the flow.")
 @click.option("--bins", type=Size(min=2, bytes=lambda b, p: 4.0 * b * (p.get('hidden') or 1), what='bins'), default=8, show_default=True, help="Spline bins per transform.")
@@ -211,7 +214,7 @@ def merge(run, files, allow_partial):
 def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator, simulator_cmd, timeout, workers,
           partial, x_o_path, observation, hf_budget, rounds, quantile, truncation_samples, ensemble, active_fraction,
           candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, clip, max_epochs, log_path, x_stats,
-          transforms, bins, hidden, depth, embedding, embedding_dim):
+          theta_map, transforms, bins, hidden, depth, embedding, embedding_dim):
     """Train a posterior estimator (npe, mf-npe, tsnpe, mf-tsnpe, a-mf-tsnpe) -> npe-posterior."""
     from cortexkit.tools import npe
     from cortexkit.tools.npe import io as npe_io
@@ -221,7 +224,7 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
         ensemble=ensemble, active_fraction=active_fraction, candidates=candidates, lr=lr, lr_pretrain=lr_pretrain,
         batch_size=batch_size, validation_fraction=validation_fraction, patience=patience, clip=clip,
         max_epochs=max_epochs, x_stats=x_stats, transforms=transforms, bins=bins, hidden=hidden, depth=depth,
-        embedding=embedding, embedding_dim=embedding_dim, timeout=timeout, workers=workers, seed=run.seed or 0)
+        embedding=embedding, embedding_dim=embedding_dim, theta_map=theta_map, timeout=timeout, workers=workers, seed=run.seed or 0)
     inputs = npe.load_train_inputs(
         config, run.read_artifact, hf=hf_path, lf=lf_path, pretrained=pretrained,
         prior=npe_io.read_prior(prior_path, task), task=task, simulator=simulator, simulator_cmd=simulator_cmd,

@@ -1,4 +1,5 @@
 """simulate-npe: priors and their bijection, the flow estimator, artifact round trip."""
+import dataclasses
 import math
 
 import pytest
@@ -128,13 +129,21 @@ def test_density_normalises_over_the_box_and_samples_stay_inside():
     assert abs(mass.item() - 1.0) < 0.02
 
 
-def test_log_prob_is_flow_density_plus_log_jacobian():
+@pytest.mark.parametrize("theta_map", ["logit", "zscore"])
+def test_log_prob_is_flow_density_plus_log_jacobian(theta_map):
+    """logit: log q = log q_flow(u) + log|du/dtheta|; zscore (a box prior): minus log Z(x), the log of
+    the flow's mass inside the box."""
     torch.manual_seed(1)
-    est = PosteriorEstimator(MIXED, 2, TINY)
+    est = PosteriorEstimator(MIXED, 2, dataclasses.replace(TINY, theta_map=theta_map))
     theta = MIXED.sample(10, torch.Generator().manual_seed(3))
     x = torch.randn(10, 2)
-    u, logdet = MIXED.to_unconstrained(theta)
+    u, logdet = MIXED.to_unconstrained(theta, theta_map)
     want = est.flow(est.context(x)).log_prob(u) + logdet
+    assert torch.allclose(est.flow_log_prob(theta, x), want)
+    if theta_map == "zscore":
+        log_z = est.log_acceptance(x)
+        assert log_z.shape == (10,) and (log_z <= 0).all()
+        want = want - log_z
     assert torch.allclose(est.log_prob(theta, x), want)
 
 

@@ -147,27 +147,45 @@ class Prior:
         return lp.to(theta.dtype)
 
     # ---------------------------------------------------------------- the bijection support -> R^d
-    def to_unconstrained(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    @property
+    def has_box(self) -> bool:
+        """Whether some parameter has a bounded (uniform) prior."""
+        return any(f.kind == "uniform" for f in self.factors)
+
+    def to_unconstrained(self, theta: torch.Tensor, box: str = "logit") -> tuple[torch.Tensor, torch.Tensor]:
         """theta (n, d) -> (u (n, d), log|det du/dtheta| (n,)).
 
-        Box: s = (theta - low)/(high - low), u = log s - log(1 - s), log|du/dtheta| = -log s - log(1-s) - log(high-low).
+        Box, ``box="logit"`` (the paper's map onto R): s = (theta - low)/(high - low),
+        u = log s - log(1 - s), log|du/dtheta| = -log s - log(1-s) - log(high-low).
+        Box, ``box="zscore"`` (sbi's default, affine: the flow's mass can leak past the bounds):
+        u = (theta - (low + high)/2) / ((high - low)/sqrt(12)), the prior's mean and sd.
         Log-normal: u = (log theta - loc)/scale, log|du/dtheta| = -log theta - log scale.
         Normal: u = (theta - loc)/scale, log|du/dtheta| = -log scale."""
         a, b = self._ab(theta.dtype)
         uni, logn = self._col("uniform"), self._col("lognormal")
-        s = ((theta - a) / (b - a)).clamp(_EDGE_EPS, 1 - _EDGE_EPS)
-        u_box = torch.log(s) - torch.log1p(-s)
-        ld_box = -torch.log(s) - torch.log1p(-s) - torch.log(b - a)
+        if box == "zscore":
+            sd = (b - a) / math.sqrt(12.0)
+            u_box = (theta - (a + b) / 2) / sd
+            ld_box = -torch.log(sd).expand_as(theta)
+        else:
+            s = ((theta - a) / (b - a)).clamp(_EDGE_EPS, 1 - _EDGE_EPS)
+            u_box = torch.log(s) - torch.log1p(-s)
+            ld_box = -torch.log(s) - torch.log1p(-s) - torch.log(b - a)
         log_t = torch.log(theta.clamp_min(torch.finfo(theta.dtype).tiny))
         u = torch.where(uni, u_box, (torch.where(logn, log_t, theta) - a) / b)
         logdet = torch.where(uni, ld_box, torch.where(logn, -log_t, torch.zeros_like(theta)) - torch.log(b))
         return u, logdet.sum(-1)
 
-    def from_unconstrained(self, u: torch.Tensor) -> torch.Tensor:
-        """u (n, d) -> theta (n, d), the inverse of :meth:`to_unconstrained` (lands in the support)."""
+    def from_unconstrained(self, u: torch.Tensor, box: str = "logit") -> torch.Tensor:
+        """u (n, d) -> theta (n, d), the inverse of :meth:`to_unconstrained`. The logit map lands in the
+        support; the z-score map may not (the caller rejects what falls outside)."""
         a, b = self._ab(u.dtype)
         uni, logn = self._col("uniform"), self._col("lognormal")
-        box = a + (b - a) * torch.sigmoid(u)
-        box = torch.minimum(torch.maximum(box, a), b)  # rounding never steps outside [low, high]
+        if box == "zscore":
+            box_theta = (a + b) / 2 + (b - a) / math.sqrt(12.0) * u
+        else:
+            box_theta = a + (b - a) * torch.sigmoid(u)
+            box_theta = torch.minimum(torch.maximum(box_theta, a), b)  # rounding never steps outside [low, high]
+        box = box_theta
         y = a + b * u
         return torch.where(uni, box, torch.where(logn, torch.exp(y), y))

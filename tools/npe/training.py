@@ -85,6 +85,8 @@ def train(model, theta: torch.Tensor, x: torch.Tensor, cfg: TrainConfig,
     batch = min(cfg.batch_size, n_train)
     n_batches = n_train // batch  # drop_last
 
+    # the unnormalised density where a model has one (leakage renormalisation is for after training)
+    log_prob = getattr(model, "flow_log_prob", model.log_prob)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     hist = TrainHistory(n_train=n_train, n_val=theta_val.shape[0], max_epochs=cfg.max_epochs)
     best_state = copy.deepcopy(model.state_dict())
@@ -97,14 +99,14 @@ def train(model, theta: torch.Tensor, x: torch.Tensor, cfg: TrainConfig,
         for b in range(n_batches):
             idx = order[b * batch:(b + 1) * batch]
             optimizer.zero_grad()
-            loss = -model.log_prob(theta_tr[idx], x_tr[idx]).mean()
+            loss = -log_prob(theta_tr[idx], x_tr[idx]).mean()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=cfg.clip)
             optimizer.step()
             total += loss.item() * idx.numel()
         model.eval()
         with torch.no_grad():
-            val = -model.log_prob(theta_val, x_val).mean().item()
+            val = -log_prob(theta_val, x_val).mean().item()
         hist.train_loss.append(total / (n_batches * batch))
         hist.val_loss.append(val)
         if epoch == 0 or val < hist.best_val_loss:

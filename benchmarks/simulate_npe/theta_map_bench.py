@@ -1,0 +1,207 @@
+"""Issue 36: the theta map and training defaults, side by side with sbi 0.27 on the same training sets.
+
+For each task, budget and seed, on one simulated training set (generator seed 2026, every budget a
+prefix of it), in one run:
+  - cortexkit NPE with --theta-map zscore (box priors: affine z-score, rejection to the support,
+    leakage renormalised) and with --theta-map logit (the paper's map),
+  - sbi 0.27 NPE (its default zuko_nsf: z-scored theta, 10 bins) with the same hyperparameters,
+  - with --mf (tasks with an LF simulator): MF-NPE (pretrain on n_lf LF simulations at lr 1e-4,
+    fine-tune on the HF set) for both maps, and sbi's fine-tuning (NPE trained on LF, then
+    .append_simulations(HF).train() continued on the same network, sbi's own recipe).
+C2ST (RF and MLP) of 1,000 posterior draws against 1,000 reference draws per observation: sbibm's
+10 observations (two_moons, gaussian_linear, slcp, sir) or the paper's 10 for OU.
+
+    python benchmarks/simulate_npe/theta_map_bench.py --tasks two_moons slcp --n-sim 1000 --seeds 12 --out R.jsonl
+    python benchmarks/simulate_npe/theta_map_bench.py --summarize R.jsonl --yaml R.yaml
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ou_bench import emit, report  # noqa: E402
+
+from cortexkit.tools.npe import methods as M  # noqa: E402
+from cortexkit.tools.npe import metrics as Q  # noqa: E402
+from cortexkit.tools.npe.estimator import FlowConfig  # noqa: E402
+from cortexkit.tools.npe.tasks import get_task  # noqa: E402
+from cortexkit.tools.npe.training import TrainConfig  # noqa: E402
+
+DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) / "npe"
+
+
+def reference(task):
+    if task == "ou":  # the paper's 10 OU observations
+        from ou_bench import load
+
+        d = load("true_obs_10")
+        return {"x_o": d["x_o"].float(), "reference_posterior_samples": d["reference_posterior_samples"].float()}
+    return load_file(str(DATA / "sbibm_reference" / f"{task}.safetensors"))
+
+
+def sbi_prior(task):
+    from sbi.utils import BoxUniform
+
+    prior = get_task(task).prior
+    if all(f.kind == "uniform" for f in prior.factors):
+        return BoxUniform(torch.tensor([f.a for f in prior.factors]), torch.tensor([f.b for f in prior.factors]))
+    if task == "gaussian_linear":
+        return torch.distributions.MultivariateNormal(torch.zeros(10), 0.1 * torch.eye(10))
+    if task == "sir":
+        from sbi.utils import MultipleIndependent
+        return MultipleIndependent([torch.distributions.LogNormal(torch.tensor([f.a]), torch.tensor([f.b]))
+                                    for f in prior.factors])
+    raise ValueError(task)
+
+
+def c2st(sample_fn, ref, n, classifiers):
+    vals = {c: [] for c in classifiers}
+    for i in range(ref["x_o"].shape[0]):
+        torch.manual_seed(1000 + i)
+        s = sample_fn(ref["x_o"][i], n)
+        for c in classifiers:
+            vals[c].append(Q.c2st(s, ref["reference_posterior_samples"][i][:n].float(), c))
+    return {f"c2st_{c}": v for c, v in vals.items()}
+
+
+def sbi_train(inf, theta, x, cfg: TrainConfig, resume=False):
+    t0 = time.process_time()
+    de = inf.append_simulations(theta, x).train(
+        training_batch_size=cfg.batch_size, learning_rate=cfg.lr, validation_fraction=cfg.validation_fraction,
+        stop_after_epochs=cfg.patience, clip_max_norm=cfg.clip, show_train_summary=False,
+        **({"retrain_from_scratch": False} if resume else {}))
+    return de, time.process_time() - t0, inf.summary["epochs_trained"][-1]
+
+
+def run(args):
+    torch.set_num_threads(1)
+    base = TrainConfig(lr=args.lr, batch_size=args.batch_size, validation_fraction=args.validation_fraction,
+                       patience=args.patience)
+    for name in args.tasks:
+        task = get_task(name)
+        ref = reference(name)
+        g = torch.Generator().manual_seed(2026)
+        pool = max(args.n_sim)
+        theta_all = task.prior.sample(pool, g)
+        x_all = task.simulator("hf")(theta_all, g)
+        lf = None
+        if args.mf:
+            theta_lf = task.prior.sample(args.n_lf, g)
+            lf = (theta_lf, task.simulator("lf")(theta_lf, g))
+        for seed in args.seeds:
+            pre = {}
+            if lf is not None:
+                for tmap in args.maps:
+                    t0 = time.process_time()
+                    pre[tmap], h = M.fit_npe(task.prior, *lf, FlowConfig(theta_map=tmap), M._with_lr(base, 1e-4), seed)
+                    emit(args.out, {"task": name, "phase": "pretrain", "tool": f"cortexkit-{tmap}", "seed": seed,
+                                    "n_lf": args.n_lf, "cpu_s": time.process_time() - t0, "epochs": h.epochs})
+                from sbi.inference import NPE
+
+                from ou_bench import sbi_estimator
+                torch.manual_seed(seed)
+                sbi_lf = NPE(prior=sbi_prior(name), density_estimator=sbi_estimator("zuko_nsf", sbi_prior(name)),
+                             show_progress_bars=False)
+                _, t, ep = sbi_train(sbi_lf, *lf, M._with_lr(base, 1e-4))
+                emit(args.out, {"task": name, "phase": "pretrain", "tool": "sbi-zuko_nsf", "seed": seed,
+                                "n_lf": args.n_lf, "cpu_s": t, "epochs": ep})
+            for n in args.n_sim:
+                th, x = theta_all[:n], x_all[:n]
+                rows = []
+                for tmap in args.maps:
+                    t0 = time.process_time()
+                    post, h = M.fit_npe(task.prior, th, x, FlowConfig(theta_map=tmap), base, seed)
+                    rows.append(("npe", f"cortexkit-{tmap}", lambda xo, k, m=post: m.sample(k, xo), time.process_time() - t0, h.epochs))
+                    if tmap in pre:
+                        t0 = time.process_time()
+                        ft, h = M.fine_tune(pre[tmap], th, x, base, seed, refit_x_stats=True)
+                        rows.append(("mf-npe", f"cortexkit-{tmap}", lambda xo, k, m=ft: m.sample(k, xo), time.process_time() - t0, h.epochs))
+                if not args.no_sbi:
+                    from sbi.inference import NPE
+
+                    from ou_bench import sbi_estimator
+                    torch.manual_seed(seed)
+                    inf = NPE(prior=sbi_prior(name), density_estimator=sbi_estimator("zuko_nsf", sbi_prior(name)),
+                              show_progress_bars=False)
+                    de, t, ep = sbi_train(inf, th, x, base)
+                    post = inf.build_posterior(de)
+                    rows.append(("npe", "sbi-zuko_nsf", lambda xo, k, p=post: p.sample((k,), x=xo, show_progress_bars=False), t, ep))
+                    if lf is not None:
+                        # sbi's fine-tuning: a fresh NPE holding only the HF set continues training the
+                        # LF-trained network (its x z-scoring stays LF's, as sbi keeps it; fresh optimiser)
+                        torch.manual_seed(seed)
+                        ft = NPE(prior=sbi_prior(name), density_estimator=sbi_estimator("zuko_nsf", sbi_prior(name)),
+                                 show_progress_bars=False)
+                        ft._neural_net = copy.deepcopy(sbi_lf._neural_net)
+                        de, t, ep = sbi_train(ft, th, x, base, resume=True)
+                        post = ft.build_posterior(de)
+                        rows.append(("mf-npe", "sbi-zuko_nsf", lambda xo, k, p=post: p.sample((k,), x=xo, show_progress_bars=False), t, ep))
+                for method, tool, fn, t, ep in rows:
+                    emit(args.out, {"task": name, "phase": "fit", "method": method, "tool": tool, "n_sim": n, "seed": seed,
+                                    "train_cpu_s": t, "epochs": ep, **c2st(fn, ref, args.samples, args.classifiers)})
+
+
+def summarize(args):
+    rows = [json.loads(line) for p in args.files for line in open(p) if line.strip()]
+    groups = {}
+    for r in rows:
+        if r.get("phase") != "fit":
+            continue
+        g = groups.setdefault((r["task"], r["method"], r["n_sim"], r["tool"]),
+                              {"cpu": [], "epochs": [], "seeds": set(), "c2st": {}})
+        g["cpu"].append(r["train_cpu_s"])
+        g["epochs"].append(r["epochs"])
+        g["seeds"].add(r["seed"])
+        for k, v in r.items():
+            if k.startswith("c2st_"):
+                g["c2st"].setdefault(k[5:], []).extend(v)
+    table = []
+    for (task, method, n, tool), g in sorted(groups.items()):
+        row = {"task": task, "method": method, "n_sim": n, "tool": tool, "seeds": sorted(g["seeds"]),
+               "mean_train_cpu_s": round(sum(g["cpu"]) / len(g["cpu"]), 2), "mean_epochs": sum(g["epochs"]) / len(g["epochs"])}
+        for c, v in sorted(g["c2st"].items()):
+            s = Q.mean_ci95(v)
+            row[f"c2st_{c}"] = {"mean": round(s["mean"], 4), "ci95": round(s["ci95"], 4), "n": s["n"]}
+        table.append(row)
+    report({"benchmark": "simulate-npe theta map and defaults vs sbi 0.27 (issue 36)",
+            "metric": "C2ST, 1000 vs 1000 samples, 5-fold, seed 1, per reference observation",
+            "train_time": "CPU seconds of the training call (time.process_time), one torch thread",
+            "rows": table}, args.yaml)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--summarize", nargs="+", dest="files")
+    ap.add_argument("--tasks", nargs="+", default=["two_moons", "slcp"])
+    ap.add_argument("--n-sim", type=int, nargs="+", default=[1000])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[12])
+    ap.add_argument("--maps", nargs="+", default=["zscore", "logit"])
+    ap.add_argument("--mf", action="store_true", help="also MF-NPE and sbi fine-tuning (tasks with an LF simulator)")
+    ap.add_argument("--n-lf", type=int, default=10_000)
+    ap.add_argument("--no-sbi", action="store_true")
+    ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--batch-size", type=int, default=200)
+    ap.add_argument("--validation-fraction", type=float, default=0.1)
+    ap.add_argument("--patience", type=int, default=20)
+    ap.add_argument("--samples", type=int, default=1000)
+    ap.add_argument("--classifiers", nargs="+", default=["rf", "mlp"])
+    ap.add_argument("--out", default="theta_map_bench.jsonl")
+    ap.add_argument("--yaml")
+    args = ap.parse_args()
+    if args.files:
+        summarize(args)
+    else:
+        run(args)
+
+
+if __name__ == "__main__":
+    main()
