@@ -38,9 +38,9 @@ def nt_xent(a: torch.Tensor, b: torch.Tensor, temperature: float = 0.1) -> torch
 
 
 def tokenizer_loss(model, x: torch.Tensor, *, contrastive: bool = True,
-                   signal_weight: float = 1.0) -> dict[str, torch.Tensor]:
+                   signal_weight: float = 1.0, phase_weight: float = 1.0) -> dict[str, torch.Tensor]:
     """All terms for a batch x (B, C, P, L); ``total`` is their sum (weights 1, the signal term's
-    ``signal_weight``; the terms are reported unweighted)."""
+    ``signal_weight``, the phase term's ``phase_weight``; the terms are reported unweighted)."""
     b, c, p, _ = x.shape
     out = model.quantize(x)
     codes = {"f": out["z_q_f"]}
@@ -62,5 +62,7 @@ def tokenizer_loss(model, x: torch.Tensor, *, contrastive: bool = True,
     terms["total"] = sum(terms.values())
     if model.dual and signal_weight != 1.0:
         terms["total"] = terms["total"] + (signal_weight - 1.0) * terms["signal"]
+    if phase_weight != 1.0:
+        terms["total"] = terms["total"] + (phase_weight - 1.0) * terms["phase"]
     terms["_tokens"] = {k: out[k] for k in ("token_t", "token_f") if k in out}
     return terms

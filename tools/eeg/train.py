@@ -26,6 +26,7 @@ class TrainConfig:
     contrastive: bool = True
     amp: bool = False
     signal_weight: float = 1.0  # weight of mse(x_hat, x); the paper's is 1
+    phase_weight: float = 1.0  # weight of the phase term; the paper's is 1
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -78,7 +79,8 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
             batch = x[idx].to(device)
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.amp):
                 terms = tokenizer_loss(model, batch, contrastive=config.contrastive,
-                                       signal_weight=config.signal_weight)
+                                       signal_weight=config.signal_weight,
+                                       phase_weight=config.phase_weight)
             optimizer.zero_grad(set_to_none=True)
             terms["total"].backward()
             optimizer.step()
