@@ -123,7 +123,7 @@ def train_tokenizer(train, args, codebooks, log):
                                 codebook_size=args.codebook_size, kmeans_init=True,
                                 dead_code_threshold=1.0, codebooks=codebooks)
     tc = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                     warmup_epochs=max(1, args.epochs // 10))
+                     warmup_epochs=max(1, args.epochs // 10), contrastive=args.contrastive)
     start = time.time()
     model, history = api.fit(train, config, tc, seed=args.seed, device=args.device,
                              on_epoch=lambda e, r: log(f"  {codebooks} epoch {e}: total {r['total']:.3f}"))
@@ -153,7 +153,7 @@ def trained_models(train, args, log):
     from cortexkit.tools.eeg.model import TokenizerConfig
 
     out = {}
-    for codebooks in ("dual", "frequency"):
+    for codebooks in args.codebooks.split(","):
         if args.load_models:
             folder = Path(args.load_models)
             meta = json.loads((folder / f"{codebooks}.json").read_text())
@@ -393,6 +393,10 @@ def main():
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--codebook-size", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--codebooks", default="dual,frequency",
+                        help="which tokenizers recon trains: TFDual (dual) and/or the one-codebook ablation")
+    parser.add_argument("--contrastive", action="store_true",
+                        help="the paper's NT-Xent term (off: the command line's default since issue 33)")
     parser.add_argument("--windows", type=int, default=8)
     parser.add_argument("--speed-batch", type=int, default=8)
     parser.add_argument("--speed-worker", type=int, default=0)

@@ -85,7 +85,8 @@ def run_one(name, spec, train, test, epochs, seed, steps, augment, normalize, in
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("suite", choices=["mnist", "cifar", "path"])
-    p.add_argument("--data", default=None, help="IMAGES for the path suite")
+    p.add_argument("--data", default=None,
+                   help="IMAGES for the path suite; for mnist/cifar, another file of that layout")
     p.add_argument("--kind", choices=["mlp", "conv"], default="mlp",
                    help="path suite: MLPs of --depths or the --archs")
     p.add_argument("--depths", default="3,5,8,12,16")
@@ -105,7 +106,7 @@ def main(argv=None):
     p.add_argument("-o", "--output", default="-")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    file = Path(args.data) if args.suite == "path" else DATA / (
+    file = Path(args.data) if args.data else DATA / (
         "mnist_png_train10k_test10k.safetensors" if args.suite == "mnist"
         else "cifar10_jpg_train10k_test2k.safetensors")
     tr, te = read_images(file, "train"), read_images(file, "test")
