@@ -128,16 +128,34 @@ def check_target(target: str | os.PathLike | None, what: str = "-o") -> None:
         raise CortexError(f"{text}: cannot write, folder {folder} does not exist")
     if not folder.is_dir():
         raise CortexError(f"{text}: cannot write, {folder} is not a folder")
-    probe = None
-    try:  # removed even when SIGTERM lands between creating and removing it
-        fd, probe = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=folder)
+    with _signals_held():  # a SIGTERM now waits until the probe is gone, then unwinds
+        try:
+            fd, probe = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".tmp", dir=folder)
+        except OSError as exc:
+            raise CortexError(f"{text}: cannot write in folder {folder} "
+                              f"({exc.strerror or exc})") from None
         os.close(fd)
-    except OSError as exc:
-        raise CortexError(f"{text}: cannot write in folder {folder} "
-                          f"({exc.strerror or exc})") from None
+        os.unlink(probe)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGTERM, SIGHUP and SIGINT for the block (delivered when it ends), so a signal
+    cannot land between creating a file and removing it; a no-op off the main thread or
+    where ``pthread_sigmask`` is missing."""
+    import signal
+    import threading
+
+    held = {signal.SIGTERM, signal.SIGHUP, signal.SIGINT}
+    if not hasattr(signal, "pthread_sigmask") or \
+            threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
     finally:
-        if probe is not None:
-            _remove(probe)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _new_file_mode(real: Path) -> int:
