@@ -160,8 +160,13 @@ def _file_masks(views, source, crop):
     cams = views["cameras"]
     masks = MaskSource(source, cams.names, len(views["keypoints"]))
     crops = views["crops"]
-    size = crop if views["masks"] is None else int(views["masks"].shape[-1])
-    if crops is None:
+    if views["masks"] is not None:
+        size = int(views["masks"].shape[-1])
+    else:   # render at the subject's own pixel size, at most ``crop``: no finer than the masks' detail
+        from cortexkit.tools.avatar.fit import subject_crop_size
+
+        size = subject_crop_size(views["keypoints"], views["confidence"], crop)
+    if crops is None or views["masks"] is None:   # crops at this size, around the keypoints
         crops = crops_from_keypoints(Observations(cams, views["keypoints"], views["confidence"],
                                                   views["keypoint_names"]), size)
 
@@ -338,12 +343,14 @@ fit_opts = [
     click.option("--temporal-weight", type=click.FloatRange(min=0), default=1.0, show_default=True,
                  help="Weight of the temporal term."),
     click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=0.03, show_default=True, help="Adam step."),
+    click.option("--temporal-order", type=click.IntRange(1, 2), default=2, show_default=True,
+                 help="Temporal term on angular velocity (1, BigMaQ) or acceleration (2)."),
     click.option("--outlier-px", type=click.FloatRange(min=0), default=10.0, show_default=True,
                  help="Robust 2D residuals: detections farther than this (image px) from their robustly "
                       "triangulated point are dropped (0 = keep all)."),
 ]
 FIT_ADVANCED = ("symmetry", "limits", "exclude_offsets", "gate", "silhouette_weight", "temporal_weight", "lr",
-                "outlier_px")
+                "temporal_order", "outlier_px")
 
 
 @verb(group, "shape", output="artifact", torch_options=True, advanced=FIT_ADVANCED + ("steps",))
@@ -361,7 +368,7 @@ FIT_ADVANCED = ("symmetry", "limits", "exclude_offsets", "gate", "silhouette_wei
 @_with(fit_opts)
 def shape(run, template, inputs, template_units, calibration, units, camera_names, n_keyframes, keyframes,
           steps, images_dir, keypoints, symmetry, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
-          temporal_weight, lr, outlier_px):
+          temporal_weight, lr, temporal_order, outlier_px):
     """Subject avatar over keyframes: template + views -> avatar (scale, bone scales, offsets)."""
     from cortexkit.tools.avatar.fit import fit_avatar_shape
     from cortexkit.tools.avatar.io import AVATAR, avatar_to_tensors
@@ -381,7 +388,8 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
         raise CortexError(f"--steps {steps}: expected 4 non-negative integers (global,pose,bones,mesh)") from None
     picked = [int(k) for k in keyframes.split(",")] if keyframes else None
     config = _fit_config(silhouettes=silhouettes, gate=gate, silhouette_weight=silhouette_weight,
-                         temporal_weight=temporal_weight, lr=lr, shape_steps=stage_steps, outlier_px=outlier_px)
+                         temporal_weight=temporal_weight, lr=lr, shape_steps=stage_steps, outlier_px=outlier_px,
+                         temporal_order=temporal_order)
     result = fit_avatar_shape(tpl, obs, config, n_keyframes, picked, hooks=_hooks(run))
     colors = None
     if image_files is not None:
@@ -409,7 +417,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
 @output_option("--plot", metavar="PNG", help="Multi-view overlay PNG of the middle frame.")
 @_with(fit_opts[4:])
 def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps, window, overlap, plot,
-          masks_dir, silhouettes, gate, silhouette_weight, temporal_weight, lr, outlier_px):
+          masks_dir, silhouettes, gate, silhouette_weight, temporal_weight, lr, temporal_order, outlier_px):
     """Per-frame pose with the avatar frozen: avatar + views -> avatar-poses."""
     import time
 
@@ -425,7 +433,8 @@ def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps,
     tpl, obs = _observations(views, tpl)
     config = _fit_config(silhouettes=silhouettes, gate=gate, silhouette_weight=silhouette_weight,
                          temporal_weight=temporal_weight, lr=lr, track_steps=steps, window=window,
-                         overlap=overlap, cameras=cameras, outlier_px=outlier_px)
+                         overlap=overlap, cameras=cameras, outlier_px=outlier_px,
+                         temporal_order=temporal_order)
     start = time.perf_counter()
     with run.progress(total=len(obs.keypoints), desc="track", unit="frame") as bar:
         result = track_sequence(tpl, shp, obs, config, progress=bar.update, hooks=_hooks(run))

@@ -55,6 +55,8 @@ def main():
     ap.add_argument("--no-anipose", action="store_true")
     ap.add_argument("--no-masks", action="store_true", help="skip the masked shape fit")
     ap.add_argument("--set", action="append", default=[], help="FitConfig override key=value")
+    ap.add_argument("--temporal", default="", help="also track with these temporal weights, WEIGHT[:ORDER] "
+                    "comma-separated (order 1 velocity, 2 acceleration)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     overrides = {}
@@ -111,9 +113,19 @@ def main():
                 "scale_error": m["scale_error"], "shape_cpu_s": shape_cpu,
                 "shape_wall_s": time.perf_counter() - w0 - track_cpu,
                 "track_cpu_s_per_frame": track_cpu / len(world), "peak_rss_mb_so_far": peak_mb()}
+            for item in [x for x in args.temporal.split(",") if x]:
+                w, order = (float(item.split(":")[0]), int(item.split(":")[1])) if ":" in item else (float(item), 1)
+                t1 = time.process_time()
+                pose = track_sequence(tpl, shaped.shape, obs, FitConfig(**{
+                    **overrides, "silhouettes": False, "temporal_weight": w, "temporal_order": order})).pose
+                cpu = (time.process_time() - t1) / len(world)
+                mw = model_metrics(tpl, shaped.shape, pose, truth, cams)
+                row[f"avatar_{name}"][f"track_temporal_{w:g}_order_{order}"] = {
+                    "mpjpe_mm": mw["mpjpe_mm"], "vertex_error_mm": mw["vertex_error_mm"],
+                    "joint_angle_error_deg": mw["joint_angle_error_deg"], "cpu_s_per_frame": cpu}
             print(f"# {n_cams} cams {name}: {row[f'avatar_{name}']}", file=sys.stderr, flush=True)
         out["rigs"][n_cams] = row
-        print(f"# {n_cams} cams: tri {row['triangulate_ours']['mpjpe_mm']:.3f}", file=sys.stderr, flush=True)
+        print(f"# {n_cams} cams: {yaml.safe_dump(row, default_flow_style=True, width=10000)}", file=sys.stderr, flush=True)
     yaml.safe_dump(out, sys.stdout, sort_keys=False)
 
 

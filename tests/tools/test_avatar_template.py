@@ -138,3 +138,43 @@ def test_robust_residuals_drop_the_outliers_and_nothing_else(mesh):
     assert (~kept[outlier]).float().mean() > 0.9          # the outliers go
     assert kept[inlier].float().mean() > 0.995            # the noisy inliers stay
     assert torch.equal(reject_outliers(obs, points, 0.0).confidence, obs.confidence)
+
+
+def test_silhouette_crop_follows_the_subjects_pixel_size():
+    """A subject 30 px across renders at 40 px (30 x 1.3 margin, 8 px steps), a large one at the
+    cap, a tiny one at the floor; frames or cameras with fewer than 2 detections do not count."""
+    from cortexkit.tools.avatar.fit import subject_crop_size
+
+    def views(side):
+        kp = torch.tensor([[[[100.0, 100.0], [100.0 + side, 100.0 + side / 2], [100.0, 100.0 + side]]]])
+        return kp, torch.ones(1, 1, 3)
+
+    assert subject_crop_size(*views(30.0)) == 40
+    assert subject_crop_size(*views(400.0)) == 64 and subject_crop_size(*views(400.0), largest=96) == 96
+    assert subject_crop_size(*views(5.0)) == 16
+    kp, conf = views(30.0)
+    conf[..., 1:] = 0
+    assert subject_crop_size(kp, conf) == 64      # nothing to measure: the cap
+
+
+def test_acceleration_temporal_term_is_zero_for_steady_motion(mesh):
+    """temporal_order 2 penalises changes of angular velocity: a joint turning at a constant rate
+    about a fixed axis, and a body moving at a constant speed, cost nothing; order 1 (BigMaQ's
+    velocity term) charges them; a jerk costs under both."""
+    from cortexkit.tools.avatar.fit import FitConfig, prior_terms
+    from cortexkit.tools.avatar.model import Pose, Shape
+
+    tpl = build(mesh)
+    T = 6
+    pose = Pose.zeros(T, tpl, dtype=torch.float64)
+    j = tpl.joint_names.index("femur2_L")
+    pose.rotations[:, j, 2] = 0.1 * torch.arange(T) + 0.05
+    pose.global_t[:, 2] = 3.0 * torch.arange(T)
+    shape = Shape.neutral(tpl, dtype=torch.float64)
+
+    def temporal(p, order):
+        return float(prior_terms(tpl, shape, p, FitConfig(temporal_order=order), 300.0, 1.0, True)[3])
+
+    assert temporal(pose, 2) < 1e-12 < temporal(pose, 1)
+    pose.rotations[3, j, 2] += 0.2
+    assert temporal(pose, 2) > 1e-4
