@@ -78,7 +78,7 @@ def sbi_train(inf, theta, x, cfg: TrainConfig, resume=False):
     de = inf.append_simulations(theta, x).train(
         training_batch_size=cfg.batch_size, learning_rate=cfg.lr, validation_fraction=cfg.validation_fraction,
         stop_after_epochs=cfg.patience, clip_max_norm=cfg.clip, show_train_summary=False,
-        **({"retrain_from_scratch": False} if resume else {}))
+        **({"retrain_from_scratch": False, "force_first_round_loss": True} if resume else {}))
     return de, time.process_time() - t0, inf.summary["epochs_trained"][-1]
 
 
