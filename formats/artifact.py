@@ -26,7 +26,7 @@ import numpy as np
 import yaml
 
 from cortexkit.formats.errors import CortexError
-from cortexkit.formats.stdio import display_name, read_bytes, write_bytes
+from cortexkit.formats.stdio import display_name, in_command, read_bytes, write_bytes
 
 KIND = "cortexkit.kind"
 VERSION = "cortexkit.version"
@@ -160,8 +160,8 @@ def write_artifact(target: str | os.PathLike | None, tensors: dict[str, Any], ki
     meta = build_metadata(kind, version=version, producer=producer, config=config, extra=metadata)
     from cortexkit.formats.schema import schema_for
 
-    schema = schema_for(kind)
-    if schema is not None:  # what a reader would refuse (NaN weights, ...) is never written
+    schema = schema_for(kind) if in_command() else None
+    if schema is not None:  # a command never writes what a reader would refuse (NaN weights)
         name = "stdout" if target is None or str(target) == "-" else str(target)
         schema.validate(Artifact(f"refusing to write {name}", meta, dict(tensors)))
     write_bytes(target, encode(tensors, meta), now=now)
