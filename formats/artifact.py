@@ -250,11 +250,11 @@ def _kinds(kind: str | Iterable[str] | None) -> tuple[str, ...]:
 
 
 def check_kind(artifact: Artifact, kind: str | Iterable[str] | None, *,
-               schema: bool = True) -> None:
-    """Refuse an artifact of another kind; then (``schema``) check it against its kind's
-    registered schema, so a reader that decodes bytes itself (codes, orderings, tables) checks
-    what :func:`read_artifact` checks: dtypes, shapes against each other and the metadata,
-    finite values, the schema version and a readable ``cortexkit.config``."""
+               schema: bool = False) -> None:
+    """Refuse an artifact of another kind; then, with ``schema``, check it against its kind's
+    registered schema (:func:`check_schema`), so a reader that decodes bytes itself (codes,
+    orderings) checks what :func:`read_artifact` checks: dtypes, shapes against each other and
+    the metadata, finite values, the schema version and a readable ``cortexkit.config``."""
     wanted = _kinds(kind)
     if not wanted or artifact.kind in wanted:
         if schema and wanted:
@@ -292,7 +292,7 @@ def read_artifact(source: str | os.PathLike | None, kind: str | Iterable[str] | 
 
     name = display_name(source)
     artifact = decode(read_bytes(source), name, framework)
-    check_kind(artifact, kind, schema=False)
+    check_kind(artifact, kind)
     if check:
         artifact.config  # noqa: B018 - a damaged cortexkit.config is refused on read
     schema = schema_for(artifact.kind) if check else None
