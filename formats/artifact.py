@@ -26,7 +26,7 @@ import numpy as np
 import yaml
 
 from cortexkit.formats.errors import CortexError
-from cortexkit.formats.stdio import display_name, read_bytes, write_bytes
+from cortexkit.formats.stdio import display_name, in_command, read_bytes, write_bytes
 
 KIND = "cortexkit.kind"
 VERSION = "cortexkit.version"
@@ -167,8 +167,8 @@ def write_artifact(target: str | os.PathLike | None, tensors: dict[str, Any], ki
     meta = build_metadata(kind, version=version, producer=producer, config=config, extra=metadata)
     from cortexkit.formats.schema import schema_for
 
-    schema = schema_for(kind)
-    if schema is not None:  # what a reader would refuse (NaN weights, ...) is never written
+    schema = schema_for(kind) if in_command() else None
+    if schema is not None:  # a command never writes what a reader would refuse (NaN weights)
         name = "stdout" if target is None or str(target) == "-" else str(target)
         schema.validate(Artifact(f"refusing to write {name}", meta, dict(tensors)))
     write_bytes(target, encode(tensors, meta), now=now)
@@ -334,11 +334,11 @@ def _kinds(kind: str | Iterable[str] | None) -> tuple[str, ...]:
 
 
 def check_kind(artifact: Artifact, kind: str | Iterable[str] | None, *,
-               schema: bool = True) -> None:
-    """Refuse an artifact of another kind; then (``schema``) check it against its kind's
-    registered schema, so a reader that decodes bytes itself (codes, orderings, tables) checks
-    what :func:`read_artifact` checks: dtypes, shapes against each other and the metadata,
-    finite values, the schema version and a readable ``cortexkit.config``."""
+               schema: bool = False) -> None:
+    """Refuse an artifact of another kind; then, with ``schema``, check it against its kind's
+    registered schema (:func:`check_schema`), so a reader that decodes bytes itself (codes,
+    orderings) checks what :func:`read_artifact` checks: dtypes, shapes against each other and
+    the metadata, finite values, the schema version and a readable ``cortexkit.config``."""
     wanted = _kinds(kind)
     if not wanted or artifact.kind in wanted:
         if schema and wanted:
@@ -376,7 +376,7 @@ def read_artifact(source: str | os.PathLike | None, kind: str | Iterable[str] | 
 
     name = display_name(source)
     artifact = decode(read_bytes(source), name, framework)
-    check_kind(artifact, kind, schema=False)
+    check_kind(artifact, kind)
     if check:
         artifact.config  # noqa: B018 - a damaged cortexkit.config is refused on read
     schema = schema_for(artifact.kind) if check else None

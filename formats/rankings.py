@@ -442,7 +442,7 @@ def _load(data: bytes, name: str, fmt: str, opts: OrderOptions) -> Orders:
         return table_orders(data, name, opts.as_, opts.base, opts.group)
     if fmt == "artifact":
         art = decode(data, name, "np")
-        check_kind(art, "permutations")
+        check_kind(art, "permutations", schema=True)
         x = np.asarray(art.tensor("orderings"), dtype=np.int64)
         check_orderings(x, name)
         if opts.as_ == "rankings":
@@ -499,7 +499,7 @@ def load_codes(source, representation: str | None = None) -> Codes:
     raw = read_bytes(source)
     if sniff_kind(raw, name) == "artifact":
         art = decode(raw, name, "np")
-        check_kind(art, "permutation-codes")
+        check_kind(art, "permutation-codes", schema=True)
         code = np.asarray(art.tensor("codes"), dtype=np.int64)
         rep = art.metadata.get("permutations.representation")
         if representation and representation != rep:

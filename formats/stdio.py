@@ -357,6 +357,11 @@ class Outputs:
 _current: Outputs | None = None
 
 
+def in_command() -> bool:
+    """True inside a command's :func:`transaction` (the CLI base opens one around every verb)."""
+    return _current is not None
+
+
 @contextlib.contextmanager
 def transaction() -> Iterator[Outputs]:
     """Stage every :func:`write_bytes` inside the block; commit them all if it succeeds."""

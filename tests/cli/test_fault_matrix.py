@@ -361,6 +361,10 @@ def models(tmp_path_factory) -> dict[str, Path]:
             "-q", "-o", "post.st")
     _run_ok(d, "simulate-npe", "sample", "post.st", "--x-o", "obs.st", "-n", "20", "-q", "-o",
             "samples.st")
+    x_o = np.ones((1, 10), np.float32)  # observations as a plain safetensors file (tensor x_o)
+    for name, value in (("nan", np.where(np.arange(10) == 2, np.nan, x_o)), ("inf", x_o * np.inf),
+                        ("int", x_o.astype(np.int64)), ("empty", x_o[:0])):
+        save_file({"x_o": value}, str(d / f"xo_{name}.st"))
     # fit-avatar: views of the shipped Fox, and the neutral avatar of its template
     if FOX.exists():
         _run_ok(d, "fit-avatar", "synth", FOX, "--template-units", "cm", "--clip", "Walk", "--frames",
@@ -404,6 +408,9 @@ MODEL_CASES = [
     # 5. degenerate models and values
     ("npe-std-0", {"post0.st": ("post.st", {"member0.standardizer.std": lambda old: old * 0}, None)},
      ["simulate-npe", "sample", "post0.st", "--x-o", "obs.st", "-n", "5"], "expected values above 0"),
+    *[(f"npe-x-o-{name}", {}, ["simulate-npe", "sample", "post.st", "--x-o", f"xo_{name}.st", "-n", "5"],
+       fragment) for name, fragment in (("nan", "NaN or infinite"), ("inf", "NaN or infinite"),
+                                        ("int", "must be a float tensor"), ("empty", "no observations"))],
     ("npe-outside-prior", {"far.st": ("hf.st", {"theta": lambda old: old * 100}, None)},
      ["simulate-npe", "score", "post.st", "far.st"], "outside the prior"),
     ("npe-reference-nan", {"refnan.st": ("samples.st", {"theta": lambda old: np.where(old == old.max(), np.nan, old)}, None)},

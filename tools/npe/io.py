@@ -133,7 +133,15 @@ def observations_from(art, observation: int | None = None, x_dim: int | None = N
     """x_o (n_obs, x_dim) of an observations artifact (tensor x_o or x); one row when ``observation``."""
     from cortexkit.formats.errors import CortexError
 
-    x_o = art.tensor("x_o", "x").float()
+    raw = art.tensor("x_o", "x")
+    if raw.dtype.is_complex or not raw.dtype.is_floating_point:
+        raise CortexError(f"{art.source}: observations must be a float tensor, got {raw.dtype}")
+    x_o = raw.float()
+    if not torch.isfinite(x_o).all():
+        raise CortexError(f"{art.source}: observations hold {int((~torch.isfinite(x_o)).sum())} NaN "
+                          "or infinite value(s)")
+    if x_o.numel() == 0:
+        raise CortexError(f"{art.source}: holds no observations")
     if x_o.dim() == 1:
         x_o = x_o[None]
     if x_o.dim() != 2:
