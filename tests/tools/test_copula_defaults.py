@@ -12,7 +12,7 @@ from scipy import stats
 
 from cortexkit.tools.copula import marginals as mg
 from cortexkit.tools.copula import metrics
-from cortexkit.tools.copula.cdc import CDCConfig, fit_cdc, plan_cdc, round_steps
+from cortexkit.tools.copula.cdc import CDCConfig, default_size, fit_cdc, plan_cdc, round_steps
 from cortexkit.tools.copula.closed_form import parse_spec
 from cortexkit.tools.copula.model import CopulaModel, FitConfig, fit_model, validation_split
 
@@ -74,6 +74,9 @@ def test_validation_split_round_steps_and_the_plan():
     assert plan.steps == 1000        # a huge budget stops at 1000 epochs of 100 rows
     small = plan_cdc(100, 3, 1e-6, CDCConfig(), given={"hidden": 8, "depth": 1})
     assert small.steps == 200        # the floor
+    # the size follows the rows on a CPU; a GPU takes the paper's network (its steps from the budget)
+    assert [default_size(n, 10)[:2] for n in (500, 2000, 15000)] == [(64, 2), (128, 3), (256, 4)]
+    assert default_size(15000, 10, "cuda") == (512, 6, 1024, 5e-5)
 
 
 def test_a_time_limit_stops_the_loop_and_says_so_and_the_best_checkpoint_is_kept():
