@@ -133,3 +133,25 @@ def test_sweep_names_unmet_gamma_and_says_each_cause_once(cli, tmp_path):
     # rate gaps are clipped at 0 before gamma is subtracted, so at gamma 0 the noisy violation stays positive
     assert report["rows"][0]["train_violation"] > 0.01
     assert p.stderr.count("gamma 0: not met on the training rows") == 1
+
+
+def test_sweep_says_once_which_gammas_lose_to_the_majority_class(cli, tmp_path):
+    rng = np.random.default_rng(4)
+    n = 2000
+    rows = list(zip(rng.normal(size=n).round(3), rng.choice(["F", "M"], n), (rng.random(n) < 0.7).astype(int)))
+    for name, part in (("train.csv", rows[:1500]), ("test.csv", rows[1500:])):
+        with open(tmp_path / name, "w", newline="") as fh:
+            csv.writer(fh).writerows([("x1", "sex", "y"), *part])
+    spec = tmp_path / "half.yaml"           # class 0 on at least half the rows: every run must lose
+    spec.write_text("partition: [sex]\nconstraints:\n  - name: zero-rate\n    gamma: -0.5\n"
+                    "    terms: [{where: {sex: [F, M]}, class: '0', weight: -1.0}]\n")
+    p = cli(TOOL, "sweep", tmp_path / "train.csv", "--test", tmp_path / "test.csv", "--label", "y", "--sensitive",
+            "sex", "--constraint", spec, "--gammas", "0.1,0.2", "--non-private", "--max-steps", "300")
+    assert p.returncode == 0, p.stderr
+    lines = [x for x in p.stderr.splitlines() if "below the majority class" in x]
+    assert len(lines) == 1 and lines[0].count("gamma ") == 2, p.stderr   # one line naming both runs
+    assert "run(s) score below the majority class '1'" in lines[0]
+    for row in yaml.safe_load(p.stdout)["rows"]:
+        held = row["held_out"][0]
+        assert held["model"]["accuracy"] < held["majority"]["accuracy"] - 0.1
+        assert held["unconstrained"]["accuracy"] >= held["majority"]["accuracy"] - 0.02

@@ -47,6 +47,8 @@ def test_capped_steps_spend_the_budget_or_say_why(cli, tmp_path):
     acc.compose(dp_event.PoissonSampledDpEvent(q, dp_event.LaplaceDpEvent(1 / 0.2)), 20)
     assert led["epsilon_counts"] == pytest.approx(0.05)                    # the planner's noisy cell sizes
     acc.compose(dp_event.LaplaceDpEvent(1 / 0.05))
+    assert led["epsilon_validation"] == pytest.approx(0.05)                # the held-out rows' histogram (issue 35)
+    acc.compose(dp_event.LaplaceDpEvent(1 / 0.05))
     assert acc.get_epsilon(1e-5) == pytest.approx(led["epsilon_spent"], rel=2e-3)
     # an explicit sigma is kept: a warning names the cap and the sigma that would spend the budget
     p = cli(TOOL, "train", train, *BASE[:-1], "--epsilon", "1", "--sigma", "10", "--max-steps", "20", "-o", out)
@@ -54,7 +56,7 @@ def test_capped_steps_spend_the_budget_or_say_why(cli, tmp_path):
     assert "below the target 1: the step search stopped at --max-steps 20; sigma" in p.stderr
     wanted = float(p.stderr.split("; sigma ")[1].split()[0])
     acc = cli(TOOL, "account", "--sigma", str(wanted), "--laplace-b", "0.2", "--sampling-rate", str(q),
-              "--steps", "20", "--epsilon", "1", "--count-epsilon", "0.05")
+              "--steps", "20", "--epsilon", "1", "--count-epsilon", "0.05", "--validation-epsilon", "0.05")
     r = yaml.safe_load(acc.stdout)
     assert 0.98 <= r["epsilon"] <= 1 and r["within_budget"]
     # account says the same when its step search is capped
