@@ -126,6 +126,8 @@ def output_kind(ctx: click.Context) -> str | None:
     """What the command's ``-o`` receives: ``artifact``, ``table`` or ``report`` (or None)."""
     writes = getattr(ctx.command, "writes", None)
     if writes == "artifact" and ctx.parent is not None:
+        if ctx.params.get("fmt") == "table":  # simulate-npe sample --format table
+            return "table"
         if ctx.command.name in TABLE_VERBS.get(ctx.parent.command.name or "", ()):
             return "table"
     return writes

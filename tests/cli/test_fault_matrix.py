@@ -56,6 +56,7 @@ REQUIRED = {
     ("dp-fairness-train", "sweep"): ["--label", "y", "--test", "{bad}"],
     ("estimate-copula", "simulate"): ["--copula", "clayton:theta=3"],
     ("simulate-npe", "train"): ["--method", "npe", "--task", "ou", "--hf", "{bad}"],
+    ("fit-avatar", "render"): ["--mask-dir", "{dir}"],
 }
 # Positional inputs that take a table (the wrong kind for them is a model artifact).
 TABLE_ARGS = {"table", "data", "input", "file"}
@@ -71,7 +72,7 @@ OPTION_VALUES = ("0", "-1", "nan", "inf", ABSURD)
 NOT_A_SIZE = {"--observation", "--split-seed", "--n", "--max-windows", "--min-ratings", "--n-items",
               "--max-samples", "--max-pairs", "--frames", "--n-keyframes", "--patience",
               "--draws", "--cameras", "--window", "--overlap", "--nfe", "--val-nfe",
-              "--batch-size"}
+              "--batch-size", "--max-levels", "--head", "--limit"}
 ALARM_S = 60
 
 
@@ -189,7 +190,8 @@ def case_args(tool: str, verb: str, command: click.Command, fault: str,
             path = inputs[fault]
         args.append(str(path))
     bad = args[0] if args else str(inputs["missing"])  # the same bad file for option inputs
-    extra = [a.replace("{bad}", bad) for a in REQUIRED.get((tool, verb), [])]
+    extra = [a.replace("{bad}", bad).replace("{dir}", str(out.parent / "masks"))
+             for a in REQUIRED.get((tool, verb), [])]
     target = out.parent / "nodir" / "out.st" if fault == "no-folder" else out
     if (tool, verb) == ("convert", ""):
         return [tool, *args, str(target)]

@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 import torch
 from safetensors.torch import load_file
 
@@ -255,8 +256,8 @@ def test_invalid_simulations_are_dropped_and_counted(cli, work):
     n_bad = 100 - d["theta"].shape[0]
     assert 15 < n_bad < 45 and (d["theta"][:, 0] <= 0.7).all()
     assert f"dropped {n_bad} of 100" in p.stderr
-    meta = cli("inspect", work / "nan.st").stdout.decode()
-    assert f"npe.n_invalid: '{n_bad}'" in meta
+    meta = yaml.safe_load(cli("inspect", work / "nan.st").stdout)["metadata"]
+    assert int(meta["npe.n_invalid"]) == n_bad
 
 
 def test_train_sample_score_evaluate_pipeline(cli, sh, work):

@@ -313,7 +313,7 @@ def test_temporal_and_offset_smoothness_terms_closed_forms(fox):
     track = torch.tensor([0.1, 0.4, 1.3], dtype=torch.float64)[:, None] * u
     torch.testing.assert_close(angular_velocity(track), torch.tensor([0.3, 0.9], dtype=torch.float64)[:, None] * u)
     _, tpl = fox
-    cfg = FitConfig(temporal_weight=1.0, translation_weight=10.0)
+    cfg = FitConfig(temporal_weight=1.0, translation_weight=10.0, temporal_order=1)
     pose = Pose.zeros(3, tpl)
     pose.rotations[:] = 0.2
     still = prior_terms(tpl, Shape.neutral(tpl), pose, cfg, 1000.0, 1.0, True)[3]
