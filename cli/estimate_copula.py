@@ -121,7 +121,7 @@ def _load(run, model: str):
 
 def _threads(run, loaded) -> None:
     """Without --threads, run a CDC's forward passes on one thread when that is faster here."""
-    if loaded.copula != "cdc" or run.config.get("threads") or loaded.cdc.device.type != "cpu":
+    if loaded.copula != "cdc" or run.threads_why == "--threads" or loaded.cdc.device.type != "cpu":
         return
     import numpy as np
 
@@ -249,7 +249,7 @@ def fit(run, table, copula, budget, space, columns, drop, discrete, marginals, s
     config = _fit_config(copula, marginals, ties, ridge, steps, time_limit, guide, classes, hidden,
                          depth, alpha, lr, batch_size, clip, ema)
     config.budget, config.validation, config.steps_given = budget, validation, steps is not None
-    config.choose_threads = not run.config.get("threads")
+    config.choose_threads = run.threads_why != "--threads"
     config.given = {k: v for k, v in {"hidden": hidden, "depth": depth, "batch_size": batch_size, "lr": lr}.items() if v}
     if any(flags):
         run.info("discrete margins: " + ", ".join(f"{n} ({t})" for n, t, f in zip(names, types, flags) if f))
