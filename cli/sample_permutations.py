@@ -159,6 +159,11 @@ def fit(run, data, kind, representation, reference, condition, context_file, ite
                      context=context, context_name=context_file, groups=orders.groups, seed=run.seed, device=run.device,
                      info=run.info, detail=run.detail, warn=run.warn,
                      progress=lambda it: run.progress(it, desc="epochs"))
+    ran = (fitted.info or {}).get("epochs_run")
+    if ran is not None:  # a neural model: say which limit ended its training
+        run.stopped("fit", ran, epochs, "epochs", "completed" if ran >= epochs else "patience",
+                    best_epoch=fitted.info.get("best_epoch"),
+                    best_validation_nll=fitted.info.get("best_val_nll"))
     tensors, meta = api.model_tensors(fitted, orders.item_names)
     run.write_artifact(tensors, "permutation-model", metadata=meta)
     run.info(api.summary(fitted))

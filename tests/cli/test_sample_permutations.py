@@ -276,3 +276,22 @@ def test_mallows_greedy_decodes_the_centre(cli, tmp_path, mallows_text):
     assert out["orderings"].tolist() == [centre.tolist()]
     scored = yaml.safe_load(cli(TOOL, "score", model, "-", input=cli(TOOL, "sample", model, "--strategy", "greedy").stdout).stdout)
     assert abs(scored["max_log_likelihood"] - float(out["log_likelihood"][0])) < 1e-9
+
+
+def test_neural_fit_says_why_it_stopped_and_stores_it(cli, tmp_path, mallows_text):
+    """Issue 29 item 2: a neural fit stopped by its epoch cap or by patience says so at normal
+    verbosity when it is not the planned end, and the record is in the model."""
+    from cortexkit.formats.artifact import decode
+
+    out = tmp_path / "m.st"
+    proc = cli(TOOL, "fit", mallows_text, "--model", "ar", "--epochs", "40", "--patience", "1",
+               "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    record, = decode(out.read_bytes()).meta_json("cortexkit.stopped")
+    assert record["stage"] == "fit" and record["unit"] == "epochs" and record["planned"] == 40
+    assert 1 <= record["ran"] <= 40 and record["best_epoch"] < record["ran"]
+    if record["ran"] < 40:  # patience ended it: said on stderr without -v
+        assert record["reason"] == "patience"
+        assert f"fit: stopped after {record['ran']} of 40 epochs (patience" in proc.stderr
+    else:
+        assert record["reason"] == "completed"
