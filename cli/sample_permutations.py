@@ -139,7 +139,13 @@ def fit(run, data, kind, representation, reference, condition, context_file, ite
         d_model, layers, heads, ff, dropout, group, **kwargs):
     """Fit a model to permutations (DATA -> permutation-model artifact)."""
     from cortexkit.tools.permutations import api, io
+    from cortexkit.tools.permutations.model import CLASSICAL
 
+    if kind in CLASSICAL:  # a closed-form fit: the network's options do not apply to it
+        run.drop_options("condition", "context", "item-prior", "head", "context-encoder",
+                         "context-hidden", "smoothing", "epochs", "batch-size", "lr", "weight-decay",
+                         "val-fraction", "patience", "val-nfe", "d-model", "layers", "heads", "ff",
+                         "dropout", "device", "threads")
     config = api.FitConfig(kind, representation, reference, condition, head, context_encoder, context_hidden,
                            smoothing, api.TrainConfig(epochs, batch_size, lr, weight_decay, val_fraction,
                                                         patience, val_nfe),

@@ -295,3 +295,18 @@ def test_neural_fit_says_why_it_stopped_and_stores_it(cli, tmp_path, mallows_tex
         assert f"fit: stopped after {record['ran']} of 40 epochs (patience" in proc.stderr
     else:
         assert record["reason"] == "completed"
+
+
+def test_inspect_of_a_classical_model_lists_only_its_options(cli, tmp_path, mallows_text):
+    """Issue 29 item 4: a Mallows model's stored config has no network options; a neural one has."""
+    from cortexkit.formats.artifact import decode
+
+    for model, has_net in (("mallows", False), ("ar", True)):
+        out = tmp_path / f"{model}.st"
+        proc = cli(TOOL, "fit", mallows_text, "--model", model, "--epochs", "2", "-o", out)
+        assert proc.returncode == 0, proc.stderr
+        config = decode(out.read_bytes()).config
+        assert config["model"] == model and "representation" in config
+        assert all((key in config) == has_net for key in ("epochs", "lr", "d-model", "dropout"))
+        shown = cli("inspect", out).stdout
+        assert (b"d-model" in shown) == has_net
