@@ -22,10 +22,13 @@ def orders_file(tmp_path):
 
 
 def same_bytes(cli_bytes: bytes, tensors: dict, kind: str, metadata: dict, tmp_path) -> bytes:
-    """The bytes the Python API writes, stamped with the command line's producer and config."""
+    """The bytes the Python API writes, stamped with the command line's producer, config and run
+    record (how each training loop stopped: the command's, not the method's)."""
     stamp = decode(cli_bytes, "cli")
     out = tmp_path / "api.st"
-    write_artifact(out, tensors, kind, producer=stamp.producer, config=stamp.config, metadata=metadata)
+    run_record = {k: v for k, v in stamp.metadata.items() if k == "cortexkit.stopped"}
+    write_artifact(out, tensors, kind, producer=stamp.producer, config=stamp.config,
+                   metadata={**run_record, **metadata})
     return out.read_bytes()
 
 
