@@ -49,11 +49,12 @@ from typing import Any, Callable, Iterable
 
 import click
 
-from cortexkit.cli.options import (META_PARAMS, OutputPath, check_sizes, common_options,
-                                   config_key, epilog, find_config_arg, load_config_file,
-                                   make_finite)
+from cortexkit.cli.options import (META_PARAMS, check_sizes, common_options, config_key, epilog,
+                                   find_config_arg, load_config_file, make_finite)
+from cortexkit.cli.outputs import check_outputs, output_kind, output_option  # noqa: F401 - API
+from cortexkit.cli.threads import after_import, resolve_threads
 from cortexkit.formats.errors import CortexError
-from cortexkit.formats.stdio import check_binary_target, check_target
+from cortexkit.formats.stdio import check_binary_target
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 TORCH_PARAMS = ("seed", "device", "threads")
@@ -85,96 +86,6 @@ class Failure(Exception):
             return ""
         more = f" and {len(self.warned) - 1} more" if len(self.warned) > 1 else ""
         return f" (after a warning: {self.warned[0]}{more})"
-
-
-# ---------------------------------------------------------------------------------------------
-# option types
-
-
-def output_option(*decls: str, **kwargs) -> Callable:
-    """``click.option`` for a secondary output file (``--scores``, ``--plot``, ``--log``):
-    type :class:`OutputPath`, metavar PATH, checked before the work starts."""
-    kwargs.setdefault("metavar", "PATH")
-    kwargs.setdefault("default", None)
-    return click.option(*decls, type=OutputPath(dash=kwargs.pop("dash", False)), **kwargs)
-
-
-def _output_label(param: click.Parameter) -> str:
-    if isinstance(param, click.Option):
-        if "-o" in param.opts:
-            return "-o"
-        longs = [o for o in param.opts if o.startswith("--")]
-        return longs[0] if longs else param.opts[0]
-    return ""  # an argument: the path alone names it
-
-
-# Verbs declared output="artifact" whose artifact is a table (or tensors sharing a row count),
-# so that -o NAME.csv/.tsv/.npy/.npz/.yaml/.json is written in that format. Until each tool
-# declares these verbs with output="table" itself, the base knows them here.
-TABLE_VERBS = {
-    "estimate-copula": ("score", "sample", "transform", "simulate"),
-    "fit-avatar": ("triangulate",),
-    "train-pcn": ("predict",),
-    "dp-fairness-train": ("predict",),
-    "tokenize-eeg": ("features",),
-    "simulate-npe": ("score",),
-    "sample-permutations": ("sample", "encode", "decode"),
-}
-
-
-def output_kind(ctx: click.Context) -> str | None:
-    """What the command's ``-o`` receives: ``artifact``, ``table`` or ``report`` (or None)."""
-    writes = getattr(ctx.command, "writes", None)
-    if writes == "artifact" and ctx.parent is not None:
-        if ctx.params.get("fmt") == "table":  # simulate-npe sample --format table
-            return "table"
-        if ctx.command.name in TABLE_VERBS.get(ctx.parent.command.name or "", ()):
-            return "table"
-    return writes
-
-
-def check_suffix(ctx: click.Context) -> None:
-    """Before any work: ``-o``'s name promises a format this command can write (DESIGN.md: an
-    output's suffix is a promise)."""
-    from cortexkit.formats.report import check_report_target
-    from cortexkit.formats.stdio import suffix_format
-
-    target = ctx.params.get("output")
-    kind = output_kind(ctx)
-    if target is None or kind is None:
-        return
-    if kind == "report":
-        check_report_target(target)
-        return
-    fmt = suffix_format(target)
-    if kind == "artifact" and fmt != "safetensors":
-        stem = os.path.splitext(str(target))[0]
-        raise CortexError(f"-o {target}: this command writes a safetensors artifact, which has no "
-                          f"{fmt.upper()} form; write -o {stem}.st, then take its tensors out with "
-                          f"'cortexkit convert {stem}.st {target}'")
-
-
-def check_outputs(ctx: click.Context) -> None:
-    """Before any work: every declared output path can be written, its name promises a format
-    the command writes, and no two are one file."""
-    check_suffix(ctx)
-    seen: dict[str, str] = {}
-    for param in ctx.command.params:
-        if not isinstance(param.type, OutputPath):
-            continue
-        value = ctx.params.get(param.name)
-        values = value if isinstance(value, (list, tuple)) else [value]
-        label = _output_label(param)
-        for one in values:
-            if one is None or (one == "-" and param.default == "-"):
-                continue  # stdout by default: not a clash with an output given explicitly
-            check_target(one, label)
-            key = "-" if one == "-" else os.path.realpath(one)
-            special = key != "-" and os.path.exists(key) and not os.path.isfile(key)
-            if key in seen and not special:
-                raise CortexError(f"{label} {one}".strip() + f": the same file as {seen[key]}; give each "
-                                  "output its own path")
-            seen[key] = f"{label} {one}".strip()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,7 +165,7 @@ class Run:
         self.params = dict(ctx.params)
         self.threads = ctx.params.get("threads") or 0  # the number used, after resolution
         # "--threads" (given) or what capped the default ("CPU affinity", "OMP_NUM_THREADS",
-        # "SLURM_CPUS_PER_TASK", "load average"; "small work" after threads_for_work)
+        # "SLURM_CPUS_PER_TASK", "load average")
         self.threads_why = ctx.meta.get("cortexkit.threads_why", "--threads")
         self.config = resolved_config(ctx)
         self.output = ctx.params.get("output", "-")
@@ -283,24 +194,6 @@ class Run:
                 torch.manual_seed(self.seed)
 
         after_import("torch", setup)
-
-    def threads_for_work(self, flops_per_step: float) -> int:
-        """Lower the thread count to one when the verb's work is small (under
-        :data:`cortexkit.cli.threads.SMALL_WORK_FLOPS` per step) and the user did not give
-        ``--threads``; returns the count now in use (stored in the artifact's config)."""
-        from cortexkit.cli.threads import threads_for_work
-
-        if self.threads_why == "--threads" or not self.threads:
-            return self.threads
-        chosen = threads_for_work(self.threads, flops_per_step)
-        if chosen != self.threads:
-            import torch
-
-            torch.set_num_threads(chosen)
-            self.detail(f"threads: {chosen} (small work: {flops_per_step:.3g} flops per step)")
-            self.threads, self.threads_why = chosen, "small work"
-            self.config["threads"] = chosen
-        return self.threads
 
     @property
     def device(self):
@@ -455,57 +348,8 @@ class Run:
             figure.savefig(tmp, **savefig_kwargs)
 
 
-class _AfterImport:
-    """A meta-path finder that runs ``callback(module)`` once, right after ``name`` is first
-    imported (and finds nothing itself: the normal finders load the module)."""
-
-    def __init__(self, name: str, callback: Callable[[Any], None]):
-        self.name, self.callback = name, callback
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != self.name:
-            return None
-        import importlib.util
-
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        loader, callback = spec.loader, self.callback
-        original = loader.exec_module
-
-        def exec_module(module):
-            original(module)
-            callback(module)
-
-        loader.exec_module = exec_module
-        return spec
-
-
-def after_import(name: str, callback: Callable[[Any], None]) -> None:
-    """Run ``callback(module)`` now if ``name`` is imported, else right after its import."""
-    module = sys.modules.get(name)
-    if module is not None:
-        callback(module)
-        return
-    for finder in [f for f in sys.meta_path if isinstance(f, _AfterImport) and f.name == name]:
-        sys.meta_path.remove(finder)  # a later Run's settings replace an earlier one's
-    sys.meta_path.insert(0, _AfterImport(name, callback))
-
-
 def _short(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
-
-
-def resolve_threads(ctx: click.Context) -> None:
-    """``--threads 0`` (the default) becomes the number the machine allows
-    (:func:`cortexkit.cli.threads.default_threads`), in ``ctx.params``, so ``--print-config``
-    and the artifact's config show the number used."""
-    if "threads" not in ctx.params or ctx.params["threads"]:
-        return
-    from cortexkit.cli.threads import default_threads
-
-    ctx.params["threads"], ctx.meta["cortexkit.threads_why"] = default_threads()
 
 
 def resolved_config(ctx: click.Context) -> dict[str, Any]:
@@ -520,7 +364,7 @@ def resolved_config(ctx: click.Context) -> dict[str, Any]:
 # decorators
 
 
-def _wrap(func: Callable, writes: str | None) -> Callable:
+def _wrap(func: Callable) -> Callable:
     @functools.wraps(func)
     def callback(**kwargs):
         ctx = click.get_current_context()
@@ -530,7 +374,7 @@ def _wrap(func: Callable, writes: str | None) -> Callable:
 
             click.echo(to_yaml(resolved_config(ctx), flow=False), nl=False)
             return None
-        if writes in ("artifact", "table"):
+        if output_kind(ctx) in ("artifact", "table"):
             check_binary_target(kwargs.get("output"))
         check_outputs(ctx)
         check_sizes(ctx)  # every option that sizes memory or time, before any work
@@ -547,10 +391,10 @@ def _wrap(func: Callable, writes: str | None) -> Callable:
 
 def _build(func: Callable, name: str, writes: str | None, uses_torch: bool, help: str | None,
            attach: Callable[..., Callable], advanced: tuple[str, ...] = ()) -> click.Command:
-    if writes not in OUTPUT_KINDS:
-        raise ValueError(f"writes must be one of {OUTPUT_KINDS}")
-    callback = _wrap(func, writes)
-    for option in reversed(common_options(writes, uses_torch)):
+    if writes not in OUTPUT_KINDS and not callable(writes):
+        raise ValueError(f"writes must be one of {OUTPUT_KINDS} or a callable of the parameters")
+    callback = _wrap(func)
+    for option in reversed(common_options("either" if callable(writes) else writes, uses_torch)):
         callback = option(callback)
     cmd = attach(name=name, cls=CortexCommand, writes=writes, uses_torch=uses_torch,
                  help=help or func.__doc__, epilog=epilog(uses_torch),
@@ -571,8 +415,9 @@ def verb(group: click.Group, name: str, *, output: str | None = None, torch_opti
     """Declare a verb of a tool. Put click arguments/options *below* this decorator.
 
     ``output`` is ``"artifact"`` (binary, never to a terminal), ``"table"`` (a table artifact,
-    or CSV/TSV/NPY/NPZ/YAML/JSON when ``-o``'s name says so), ``"report"`` (YAML; JSON for
-    ``-o NAME.json``) or None.
+    or tensors sharing a row count: CSV/TSV/NPY/NPZ/YAML/JSON when ``-o``'s name says so),
+    ``"report"`` (YAML; JSON for ``-o NAME.json``), None, or a callable of the parsed parameters
+    returning one of these when an option decides (``sample --format table``).
     ``torch_options`` adds ``--seed``, ``--device``, ``--threads`` and seeds torch.
     ``advanced`` names options (parameter names) left out of ``--help`` and shown by ``--help-all``
     and the man page: hyperparameters whose defaults are the method's published ones.

@@ -189,7 +189,7 @@ categorical_option = click.option(
     help="Numerically coded columns to read as categories (as given to train).")
 
 
-@verb(group, "predict", output="artifact", torch_options=True)
+@verb(group, "predict", output="table", torch_options=True)
 @click.argument("model", metavar="MODEL|-")
 @click.argument("table", metavar="TABLE|-")
 @iterate_option

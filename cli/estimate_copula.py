@@ -282,7 +282,7 @@ PROPOSAL_HELP = ("log Z proposal: issue = 0.5 N(0, R) + 0.5 N(0, I); samples = a
                  "to 5000 of the CDC's own samples (inflated) plus the issue's two components as a defensive part")
 
 
-@verb(group, "score", output="artifact", torch_options=True, advanced=("is_draws", "is_stderr"))
+@verb(group, "score", output="table", torch_options=True, advanced=("is_draws", "is_stderr"))
 @click.argument("model", metavar="MODEL")
 @click.argument("table", metavar="TABLE|-")
 @input_option
@@ -323,7 +323,7 @@ def score(run, model, table, space, columns, density, normalise, is_draws, is_st
     _write_columns(run, out, meta)
 
 
-@verb(group, "sample", output="artifact", torch_options=True)
+@verb(group, "sample", output="table", torch_options=True)
 @click.argument("model", metavar="MODEL")
 @click.option("-n", "--count", type=Count(bytes_each=32, what="rows"), default=1000, show_default=True)
 @click.option("--space", type=click.Choice(SPACES), default="cube", show_default=True,
@@ -344,7 +344,7 @@ def sample(run, model, count, space, precision):
                    loaded.column_types if typed else None, loaded.levels)
 
 
-@verb(group, "transform", output="artifact")
+@verb(group, "transform", output="table")
 @click.argument("model", metavar="MODEL")
 @click.argument("table", metavar="TABLE|-")
 @click.option("--from", "source", type=click.Choice(SPACES), default="data", show_default=True)
@@ -384,7 +384,7 @@ def evaluate(run, model, table, space, columns, samples, is_draws, is_stderr, pr
     run.write_report({"model": model, "table": table, **report})
 
 
-@verb(group, "simulate", output="artifact")
+@verb(group, "simulate", output="table")
 @click.option("--copula", "spec", required=True,
               help="clayton:theta=3, gumbel:theta=2, frank:theta=5, student:rho=0.6,nu=4, gaussian:rho=0.5, "
                    "a ',survival' flag, or a mixture 0.5*clayton:theta=3+0.5*gumbel:theta=2,survival.")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 
 import click
 
@@ -24,21 +23,10 @@ def _yaml(path, option: str = ""):
     """A YAML mapping file of an option (``--keypoints``, ``--limits``), or a one-line error."""
     if path is None:
         return None
-    import yaml
+    from cortexkit.formats.report import read_yaml_file
 
-    where = f"{option} {path}".strip()
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
-    except OSError as exc:
-        raise CortexError(f"{where}: {exc.strerror}") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise CortexError(f"{where}: not valid YAML ({first})") from None
-    if not isinstance(data, dict):
-        raise CortexError(f"{where}: expected a mapping of joint or keypoint names, "
-                          f"got {type(data).__name__}")
-    return data
+    return read_yaml_file(path, f"{option} {path}".strip(),
+                          what="a mapping of joint or keypoint names")
 
 
 def _limits(path):
@@ -80,104 +68,16 @@ def _template(run, source: str, units: str, keypoints, limits, exclude, symmetry
     return tpl, shape, {}, 1.0
 
 
-def _camera_of(path: str, names: list[str], strict: bool = True) -> str | None:
-    base = os.path.basename(path)
-    # DeepLabCut names its output VIDEODLC_<scorer>...: the camera name may run into "DLC"
-    hits = [n for n in names if re.search(rf"(^|[^A-Za-z0-9]){re.escape(n)}([^A-Za-z0-9]|DLC|$)", base)]
-    if not hits and not strict:
-        return None
-    if not hits:
-        raise CortexError(f"{path}: no camera of the calibration ({', '.join(names)}) is named in the "
-                          "file name; give --camera-names")
-    return max(hits, key=len)
-
-
 def _views(run, inputs, calibration, units, camera_names):
-    """One avatar-views artifact, or per-camera 2D files + an Anipose calibration -> views dict."""
-    from cortexkit.tools.avatar.io import VIEWS, views_from_artifact
+    from cortexkit.tools.avatar.inputs import read_views
 
-    if not inputs:
-        raise CortexError("no input: give an avatar-views artifact or 2D keypoint files with --calibration")
-    if calibration is None:
-        if camera_names:
-            raise CortexError("--camera-names names the files of --calibration; an avatar-views "
-                              "artifact already names its cameras (drop --camera-names)")
-        if len(inputs) != 1:
-            raise CortexError("several 2D files need --calibration calibration.toml")
-        views = views_from_artifact(run.read_artifact(inputs[0], VIEWS))
-    else:
-        from cortexkit.formats.calibration import read_calibration
-        from cortexkit.formats.keypoints2d import read_keypoints
-
-        from cortexkit.formats.keypoints2d import keypoint_files
-
-        cal = read_calibration(calibration, units)
-        inputs, from_folder = keypoint_files(list(inputs))
-        if camera_names:
-            names = camera_names.split(",")
-        else:   # files of a folder that name no camera of the calibration are not 2D files of this rig
-            found = {p: _camera_of(p, cal["names"], strict=p not in from_folder) for p in inputs}
-            inputs = [p for p in inputs if found[p] is not None]
-            names = [found[p] for p in inputs]
-            twice = sorted({n for n in names if names.count(n) > 1})
-            if twice:
-                raise CortexError(f"camera(s) {', '.join(twice)} named by several 2D files "
-                                  f"({', '.join(os.path.basename(p) for p, n in found.items() if n in twice)}); "
-                                  "give --camera-names")
-            if len(inputs) < 2:
-                raise CortexError(f"{len(inputs)} 2D file(s) name a camera of {calibration} "
-                                  f"({', '.join(cal['names'])}); at least 2 views are needed")
-        if len(names) != len(inputs):
-            raise CortexError(f"--camera-names gives {len(names)} names for {len(inputs)} files")
-        missing = [n for n in names if n not in cal["names"]]
-        if missing:
-            raise CortexError(f"camera(s) {', '.join(missing)} not in {calibration} "
-                              f"(it has {', '.join(cal['names'])})")
-        from cortexkit.tools.avatar.io import select_cameras, views_from_detections
-
-        read = [read_keypoints(p) for p in inputs]
-        kp_names = read[0][0]
-        for p, (n, _, _) in zip(inputs, read):
-            if n != kp_names:
-                raise CortexError(f"{p}: keypoint names {n} differ from {inputs[0]}'s {kp_names}")
-        views = views_from_detections(select_cameras(cal, names), kp_names, [(xy, s) for _, xy, s in read])
-    from cortexkit.tools.avatar.checks import check_views
-
-    for warning in check_views(views["keypoints"], views["confidence"], views["cameras"].names):
-        run.warn(warning)
-    return views
+    return read_views(inputs, calibration, units, camera_names, run.read_artifact, run.warn)
 
 
 def _file_masks(views, source, crop):
-    """--masks PATH: full-size masks per camera (image folders, per-camera arrays, one .npz) ->
-    crop masks in views (replacing any)."""
-    if source is None:
-        return views
-    from cortexkit.formats.keypoints2d import MaskSource
-    from cortexkit.tools.avatar.fit import Observations, crops_from_keypoints
-    from cortexkit.tools.avatar.texture import masks_from_files
+    from cortexkit.tools.avatar.inputs import with_file_masks
 
-    cams = views["cameras"]
-    masks = MaskSource(source, cams.names, len(views["keypoints"]))
-    crops = views["crops"]
-    if views["masks"] is not None:
-        size = int(views["masks"].shape[-1])
-    else:   # render at the subject's own pixel size, at most ``crop``: no finer than the masks' detail
-        from cortexkit.tools.avatar.fit import subject_crop_size
-
-        size = subject_crop_size(views["keypoints"], views["confidence"], crop)
-    if crops is None or views["masks"] is None:   # crops at this size, around the keypoints
-        crops = crops_from_keypoints(Observations(cams, views["keypoints"], views["confidence"],
-                                                  views["keypoint_names"]), size)
-
-    def read(f, c):
-        mask = masks.read(f, c)
-        if mask.shape != (int(cams.size[c, 1]), int(cams.size[c, 0])):
-            raise CortexError(f"{masks.where(f, c)}: mask is {mask.shape[1]}x{mask.shape[0]}, camera "
-                              f"{cams.names[c]} is {int(cams.size[c, 0])}x{int(cams.size[c, 1])}")
-        return mask
-
-    return {**views, "crops": crops, "masks": masks_from_files(read, crops, size)}
+    return with_file_masks(views, source, crop)
 
 
 def _observations(views, template):
@@ -299,7 +199,7 @@ def _write_renders(cams, vertices, faces, colors, image_dir, mask_dir, progress=
                     raise CortexError(f"{path}: cannot write the image")
 
 
-@verb(group, "triangulate", output="artifact", advanced=("max_pairs",))
+@verb(group, "triangulate", output="table", advanced=("max_pairs",))
 @click.argument("inputs", nargs=-1)
 @_with(calibration_opts)
 @click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,

@@ -54,6 +54,17 @@ class Float(click.FloatRange):
         return number
 
 
+class AutoFloat(Float):
+    """A :class:`Float` that also takes ``auto`` (resolved by the verb from the data)."""
+
+    name = "auto|float"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        return super().convert(value, param, ctx)
+
+
 class Int(click.IntRange):
     """An integer, optionally bounded. Refuses 2.5 (also from a config file), booleans, lists;
     takes ``1e6`` and ``2.0`` (integral values written as floats)."""
@@ -386,8 +397,8 @@ def common_options(writes: str | None, uses_torch: bool) -> list[Callable]:
         click.option("--debug", is_flag=True, hidden=True, help="Show a traceback on errors."),
     ]
     if writes is not None:
-        what = {"artifact": "artifact", "table": "table (.csv/.tsv/.npy/.npz/.yaml/.json "
-                "by name)"}.get(writes, "YAML report (.json: JSON)")
+        what = {"artifact": "artifact", "table": "table (.csv, .npz, ... by name)",
+                "either": "artifact or table"}.get(writes, "YAML report (.json: JSON)")
         options.append(click.option("-o", "--output", type=OutputPath(dash=True), default="-",
                                     show_default=True, metavar="PATH",
                                     help=f"Where to write the {what} (- = stdout)."))

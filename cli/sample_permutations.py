@@ -175,7 +175,7 @@ def fit(run, data, kind, representation, reference, condition, context_file, ite
     run.info(api.summary(fitted))
 
 
-@verb(group, "sample", output="artifact", torch_options=True, advanced=ADVANCED_INPUT + ("batch_size", "mbr_samples", "beam_width", "partition"))
+@verb(group, "sample", output="table", torch_options=True, advanced=ADVANCED_INPUT + ("batch_size", "mbr_samples", "beam_width", "partition"))
 @click.argument("model_file", metavar="MODEL|-")
 @click.option("-n", "--num", type=Count(bytes_each=16, what="permutations"), default=None,
               help="sample: how many permutations to draw (default 1000). beam: how many of the "
@@ -255,7 +255,7 @@ def score(run, model_file, data, nfe, partition, scores_path, context_file, **kw
     run.write_report(report)
 
 
-@verb(group, "encode", output="artifact", torch_options=False, advanced=ADVANCED_INPUT)
+@verb(group, "encode", output="table", torch_options=False, advanced=ADVANCED_INPUT)
 @click.argument("data", metavar="DATA|-")
 @click.option("--representation", type=click.Choice(REPRESENTATIONS), default="insertion", show_default=True)
 @click.option("--reference", default="identity", show_default=True, metavar="identity|borda|FILE")
@@ -270,7 +270,7 @@ def encode(run, data, representation, reference, **kwargs):
     run.write_artifact(tensors, "permutation-codes", metadata={"permutations.representation": representation})
 
 
-@verb(group, "decode", output="artifact", torch_options=False)
+@verb(group, "decode", output="table", torch_options=False)
 @click.argument("data", metavar="CODES|-")
 @click.option("--representation", type=click.Choice(REPRESENTATIONS), default=None,
               help="Code of a text input (artifacts carry their own).")

@@ -241,7 +241,8 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
 # ---------------------------------------------------------------------------------------------
 # sample / score
 
-@verb(group, "sample", output="artifact", torch_options=True)
+@verb(group, "sample", output=lambda params: "table" if params.get("fmt") == "table" else "artifact",
+      torch_options=True)
 @click.argument("posterior_path", metavar="POSTERIOR|-")
 @click.option("--x-o", "x_o_path", metavar="FILE", help="Observations (tensor x_o or x); default: the posterior's own x_o.")
 @click.option("--observation", type=int, default=None, help="Use only this row of --x-o (0-based).")
@@ -272,7 +273,7 @@ def _write_samples_table(run, theta, names, first_row):
     """theta (n_obs, n, d) as rows: observation (the row of --x-o), then one column per parameter."""
     import numpy as np
 
-    from cortexkit.formats.table import Table, to_csv
+    from cortexkit.formats.table import Table
 
     n_obs, n, d = theta.shape
     flat = theta.reshape(n_obs * n, d).double().numpy()
@@ -280,14 +281,10 @@ def _write_samples_table(run, theta, names, first_row):
     if "observation" in names:
         raise CortexError("a parameter is named 'observation'; rename it in the prior to write a table")
     columns.update({name: np.ascontiguousarray(flat[:, j]) for j, name in enumerate(names)})
-    table = Table(columns, {}, "<samples>")
-    if str(run.output or "").lower().endswith(".csv"):
-        run.write_bytes(to_csv(table))
-    else:
-        run.write_table(table, metadata={"npe.parameter_names": names})
+    run.write_table(Table(columns, {}, "<samples>"), metadata={"npe.parameter_names": names})
 
 
-@verb(group, "score", output="artifact", torch_options=True)
+@verb(group, "score", output="table", torch_options=True)
 @click.argument("posterior_path", metavar="POSTERIOR")
 @click.argument("data_path", metavar="DATA|-")
 def score(run, posterior_path, data_path):

@@ -10,9 +10,8 @@ The default fits the machine the process runs on, not the machine torch was buil
    one-minute load average, at least 1. On a node shared with other jobs an OpenMP team larger
    than the free cores waits at every barrier for a preempted thread (a small copula fit ran
    5x slower at 2 threads than at 1 beside busy jobs; benchmarks/base/RESULTS.md);
-4. one thread when the verb says its work is small (:func:`threads_for_work`): under
-   ``SMALL_WORK_FLOPS`` floating-point operations per step, splitting an operation across
-   threads costs more than it saves (measured in benchmarks/base/threads.py).
+4. a verb whose work may be too small to split measures it: the copula fit times a few steps
+   at the resolved count and at one thread and keeps the faster (benchmarks/base/threads.py).
 
 An explicit ``--threads N`` (command line or config file) is used as given. The number used is
 what ``--print-config`` shows and what the artifact's stored config holds, so a run can be
@@ -23,10 +22,8 @@ from __future__ import annotations
 
 import math
 import os
-
-# Below this many floating-point operations per training step a second thread does not pay
-# (benchmarks/base/threads.py, "work size" table).
-SMALL_WORK_FLOPS = 1e9
+import sys
+from typing import Any, Callable
 
 
 def _positive_int(text: str | None) -> int | None:
@@ -87,6 +84,48 @@ def default_threads(env: dict | None = None) -> tuple[int, str]:
     return threads, why
 
 
-def threads_for_work(threads: int, flops_per_step: float) -> int:
-    """One thread for work under :data:`SMALL_WORK_FLOPS` per step, else ``threads``."""
-    return 1 if flops_per_step < SMALL_WORK_FLOPS else threads
+def resolve_threads(ctx) -> None:
+    """``--threads 0`` (the default) becomes the number the machine allows
+    (:func:`cortexkit.cli.threads.default_threads`), in ``ctx.params``, so ``--print-config``
+    and the artifact's config show the number used."""
+    if "threads" not in ctx.params or ctx.params["threads"]:
+        return
+    ctx.params["threads"], ctx.meta["cortexkit.threads_why"] = default_threads()
+
+
+class _AfterImport:
+    """A meta-path finder that runs ``callback(module)`` once, right after ``name`` is first
+    imported (and finds nothing itself: the normal finders load the module)."""
+
+    def __init__(self, name: str, callback: Callable[[Any], None]):
+        self.name, self.callback = name, callback
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name:
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, callback = spec.loader, self.callback
+        original = loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            callback(module)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def after_import(name: str, callback: Callable[[Any], None]) -> None:
+    """Run ``callback(module)`` now if ``name`` is imported, else right after its import."""
+    module = sys.modules.get(name)
+    if module is not None:
+        callback(module)
+        return
+    for finder in [f for f in sys.meta_path if isinstance(f, _AfterImport) and f.name == name]:
+        sys.meta_path.remove(finder)  # a later Run's settings replace an earlier one's
+    sys.meta_path.insert(0, _AfterImport(name, callback))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cortexkit.cli.base import tool_group, verb
-from cortexkit.cli.options import AutoSize, Size, option_set
+from cortexkit.cli.options import AutoFloat, AutoSize, Size, option_set
 from cortexkit.tools.eeg import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
 KIND_TOKENIZER = "eeg-tokenizer"
@@ -52,36 +52,6 @@ precision_option = click.option(
          "differ from fp32 on a random encoder.")
 
 
-def _check_output(run):
-    """Refuse, before any work, an output path whose directory does not exist."""
-    from pathlib import Path
-
-    from cortexkit.formats.errors import CortexError
-    from cortexkit.formats.stdio import is_stdio
-
-    if not is_stdio(run.output) and not Path(run.output).resolve().parent.is_dir():
-        raise CortexError(f"{run.output}: directory {Path(run.output).parent} does not exist")
-
-
-def _names(text):
-    return [t.strip() for t in text.split(",") if t.strip()] if text else None
-
-
-def _recordings(run, paths, prep, sfreq, channel_names, units):
-    """A lazy stream of prepared recordings (checked to exist first)."""
-    from pathlib import Path
-
-    from cortexkit.formats import eeg
-    from cortexkit.formats.errors import CortexError
-
-    for path in paths:
-        if not Path(path).is_file():
-            raise CortexError(f"{path}: no such file")
-    names = _names(channel_names)
-    return (eeg.load(p, prep, sfreq=sfreq, channel_names=names, units=units,
-                     warn=run.warn) for p in paths)
-
-
 def _load_tokenizer(run, source):
     from cortexkit.formats.eeg import Preprocessing
     from cortexkit.tools.eeg.api import from_state
@@ -91,99 +61,6 @@ def _load_tokenizer(run, source):
     config = TokenizerConfig.from_dict(artifact.meta_json("eeg.model"))
     model = from_state(config, artifact.tensors).to(run.device)
     return model, Preprocessing.from_dict(artifact.meta_json("eeg.preprocessing"))
-
-
-class _Tracker:
-    """Collects per-recording facts (name, rates, band, annotations) while the windows stream."""
-
-    def __init__(self, stream):
-        self.stream, self.items = stream, []
-
-    def __iter__(self):
-        for rec in self.stream:
-            self.items.append(rec)
-            yield rec
-            rec.data = None  # only the facts stay, not the signal
-
-
-class _Windows:
-    """How the recording options cut windows: the paper's fixed windows every --stride seconds,
-    or (--windows events) one window per kept annotation, as MNE epochs them."""
-
-    def __init__(self, run, prep, max_patches, *, stride, batch_size, sfreq, channel_names, units,
-                 window_mode, events, tmin, tmax, baseline):
-        from cortexkit.formats.errors import CortexError
-        from cortexkit.tools.eeg import epochs
-
-        self.run, self.prep, self.stride, self.batch_size = run, prep, stride, batch_size
-        self.reading = dict(sfreq=sfreq, channel_names=channel_names, units=units)
-        self.counts: dict = {}
-        self.spec = None
-        if window_mode == "fixed":
-            given = [n for n, v in (("--events", events), ("--tmax", tmax)) if v is not None]
-            given += ["--tmin"] if tmin else []
-            given += ["--baseline"] if baseline and baseline.strip().lower() != "none" else []
-            if given:
-                raise CortexError(f"{', '.join(given)} cut event windows: add --windows events")
-            return
-        if stride is not None:
-            raise CortexError("--stride is for fixed windows; --windows events cuts one window per "
-                              "annotation (choose them with --events)")
-        try:
-            self.spec = epochs.EventWindows(
-                events=epochs.names(events), tmin=tmin,
-                tmax=tmin + prep.window_seconds if tmax is None else tmax,
-                baseline=epochs.parse_baseline(baseline))
-        except ValueError as exc:
-            raise CortexError(str(exc)) from None
-        patches = self.spec.patches(prep.sfreq, prep.patch_size)
-        if patches > max_patches:
-            raise CortexError(f"an event window of {self.spec.tmax - self.spec.tmin:g} s needs "
-                              f"{patches} patches of 1 s; the tokenizer has {max_patches} time slots: "
-                              f"shorten --tmin/--tmax or train with --patches {patches}")
-
-    @property
-    def patches(self) -> int:
-        return self.prep.patches if self.spec is None else self.spec.patches(self.prep.sfreq,
-                                                                             self.prep.patch_size)
-
-    def batches(self, stream):
-        from cortexkit.formats import eeg
-        from cortexkit.tools.eeg import epochs
-
-        if self.spec is None:
-            return eeg.iter_windows(stream, self.prep, self.stride, self.batch_size)
-        return epochs.iter_event_windows(stream, self.spec, self.prep.sfreq, self.prep.patch_size,
-                                         self.batch_size, self.counts)
-
-    def stream(self, paths):
-        """(tracker, batches) over recordings ``paths``."""
-        tracker = _Tracker(_recordings(self.run, paths, self.prep, **self.reading))
-        return tracker, self.batches(tracker)
-
-    def check_found(self, items) -> None:
-        """Event windows: at least one, else a one-line error naming the annotations there are."""
-        from cortexkit.formats.errors import CortexError
-
-        if self.spec is None:
-            return
-        if not self.counts.get("kept"):
-            have = sorted({text for rec in items for _, _, text in rec.annotations})
-            wanted = ",".join(self.spec.events) if self.spec.events else "any annotation"
-            raise CortexError(f"no event window: the recordings have no {wanted} with "
-                              f"[{self.spec.tmin:g}, {self.spec.tmax:g}) s inside them "
-                              f"({self.counts.get('dropped', 0)} ran past an end; annotations there: "
-                              f"{', '.join(have[:20]) or 'none'})")
-        labels = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.get("labels", {}).items()))
-        self.run.info(f"{self.counts['kept']} event windows of {self.spec.tmax - self.spec.tmin:g} s "
-                      f"({labels}); {self.counts.get('dropped', 0)} dropped past a recording's end")
-
-    def describe(self) -> dict:
-        if self.spec is None:
-            return {"mode": "fixed", "stride": self.stride, "patches": self.prep.patches,
-                    "label": "the annotation covering most of the window"}
-        return {**self.spec.to_dict(self.prep.sfreq, self.prep.patch_size),
-                "label": "the event's annotation"}
 
 
 def _encode(run, model, windows, recordings, precision="fp32"):
@@ -239,7 +116,7 @@ def _speed(run, verb_name, windows, started, model_seconds):
 @click.option("--stem", type=click.Choice(["time+freq-sum", "time"]), default="time+freq-sum",
               show_default=True, help="Patch embedding: conv stem plus linear |rfft|, or conv only.")
 @click.option("--epochs", type=Size(min=1, seconds=1e-4, what='epochs'), default=20, show_default=True, help="Epochs.")
-@click.option("--lr", default="auto", show_default=True, metavar="auto|LR",
+@click.option("--lr", type=AutoFloat(0, min_open=True), default="auto", show_default=True, metavar="auto|LR",
               help="Peak learning rate (AdamW); auto: 1e-3 for tiny, the paper's 1e-4 otherwise.")
 @click.option("--min-lr", type=click.FloatRange(min=0), default=1e-5, show_default=True,
               help="Final learning rate of the cosine schedule.")
@@ -250,7 +127,7 @@ def _speed(run, verb_name, windows, started, model_seconds):
 @click.option("--contrastive/--no-contrastive", default=False, show_default=True,
               help="NT-Xent between the two halves of each window (the paper's; off: it costs two "
                    "more encoder passes a step and worsens reconstruction, see the man page).")
-@click.option("--signal-weight", default="1", show_default=True, metavar="auto|W",
+@click.option("--signal-weight", type=AutoFloat(0, min_open=True), default=1.0, show_default=True, metavar="auto|W",
               help="Weight of the raw-signal term (the paper's 1); auto: 1 / the training patches' "
                    "variance, a time NMSE on the scale of the standardised FFT terms.")
 @click.option("--amp", is_flag=True, help="bf16 autocast (quantizers stay fp32).")
@@ -264,9 +141,6 @@ def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, 
               dead_code_threshold, codebooks, stem, epochs, lr, min_lr, weight_decay, warmup_epochs,
               contrastive, signal_weight, amp, max_windows, validation_share, **reading):
     """Train a tokenizer on recordings -> eeg-tokenizer artifact."""
-    _check_output(run)
-    lr = _auto_number(lr, "--lr", float, 0.0)
-    signal_weight = _auto_number(signal_weight, "--signal-weight", float, 0.0)
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg import api
     from cortexkit.tools.eeg.model import config_from_preset
@@ -274,7 +148,9 @@ def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, 
 
     prep = eeg.Preprocessing(channels=eeg.parse_channels(channels), patches=patches,
                              mains=None if mains == "none" else float(mains))
-    windows = _Windows(run, prep, patches, **reading)
+    from cortexkit.tools.eeg.windows import WindowCut
+
+    windows = WindowCut(run, prep, patches, **reading)
     x, high = _training_windows(run, recordings, windows, max_windows)
     fit_index, validation_index = api.validation_split(len(x), validation_share)
     x, validation_x = x[fit_index], x[validation_index]
@@ -303,43 +179,12 @@ def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, 
         "eeg.history": history})
 
 
-def _auto_number(text, option, kind, low, high=None):
-    """'auto' or a finite number in [low, high] (checked before any work), for --lr."""
-    import math
-
-    from cortexkit.formats.errors import CortexError
-
-    if str(text).strip().lower() == "auto":
-        return "auto"
-    try:
-        value = kind(text)
-    except ValueError:
-        value = None
-    if value is None or not math.isfinite(value) or not value >= low \
-            or (kind is float and value == 0):
-        raise CortexError(f"{option} {text!r}: give auto or "
-                          + ("a positive number" if kind is float else f"an integer >= {low}"))
-    if high is not None and value > high:
-        raise CortexError(f"{option} {text!r}: at most {high} (a codebook of that size would not "
-                          "fit in memory or be trained by any data set a run can hold)")
-    return value
-
-
 def _auto(run, x, preset, codebook_size, lr):
     """Resolve --preset/--codebook-size/--lr auto from the training patches and the device."""
-    from cortexkit.tools.eeg.model import PRESET_LR, auto_codebook_size, auto_preset
+    from cortexkit.tools.eeg.model import resolve_auto
 
     patches = int(x.shape[0] * x.shape[1] * x.shape[2])
-    chosen = []
-    if preset == "auto":
-        preset = auto_preset(patches, run.device.type)
-        chosen.append(f"preset {preset}")
-    if codebook_size == "auto":
-        codebook_size = auto_codebook_size(patches)
-        chosen.append(f"codebook size {codebook_size}")
-    if lr == "auto":
-        lr = PRESET_LR[preset]
-        chosen.append(f"lr {lr:g}")
+    preset, codebook_size, lr, chosen = resolve_auto(patches, run.device.type, preset, codebook_size, lr)
     if chosen:
         run.info(f"auto ({patches} training patches, {run.device.type}): {', '.join(chosen)}")
     return preset, codebook_size, lr
@@ -405,10 +250,11 @@ def encode_cmd(run, tokenizer, recordings, channels, precision, **reading):
     import time
 
     started = time.perf_counter()
-    _check_output(run)
     model, prep = _load_tokenizer(run, tokenizer)
     _check_montage(channels, prep)
-    windows = _Windows(run, prep, model.config.max_patches, **reading)
+    from cortexkit.tools.eeg.windows import WindowCut
+
+    windows = WindowCut(run, prep, model.config.max_patches, **reading)
     items, enc = _encode(run, model, windows, recordings, precision)
     tensors, metadata = _tokens_payload(prep, items, enc, windows)
     run.info(f"{len(enc.token_f)} windows; {100 * metadata['eeg.high_amplitude_share']:.1f}% "
@@ -473,7 +319,6 @@ def decode_cmd(run, tokenizer, tokens):
     import time
 
     started = time.perf_counter()
-    _check_output(run)
     from cortexkit.tools.eeg.api import decode_tokens
 
     model, prep = _load_tokenizer(run, tokenizer)
@@ -500,12 +345,13 @@ def evaluate_cmd(run, tokenizer, recordings, **reading):
     import time
 
     started = time.perf_counter()
-    _check_output(run)
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg.api import evaluate
 
     model, prep = _load_tokenizer(run, tokenizer)
-    windows = _Windows(run, prep, model.config.max_patches, **reading)
+    from cortexkit.tools.eeg.windows import WindowCut
+
+    windows = WindowCut(run, prep, model.config.max_patches, **reading)
     tracker, stream = windows.stream(recordings)
     high = []
     batches = (b for b in stream if high.append(eeg.high_amplitude(b.x, prep)) or True)
@@ -523,7 +369,7 @@ def evaluate_cmd(run, tokenizer, recordings, **reading):
     _speed(run, "evaluate", report["windows"], started, timing.get("seconds", 0.0))
 
 
-@verb(group, "features", output="artifact", torch_options=True,
+@verb(group, "features", output="table", torch_options=True,
       advanced=ADVANCED_RECORDING + ("parts", "precision"))
 @click.argument("tokenizer", metavar="TOKENIZER")
 @click.argument("inputs", nargs=-1, required=True, metavar="RECORDING...|TOKENS|-")
@@ -536,7 +382,6 @@ def features_cmd(run, tokenizer, inputs, parts, precision, **reading):
     import time
 
     started = time.perf_counter()
-    _check_output(run)
     from cortexkit.formats.table import write_table
     from cortexkit.tools.eeg.api import features
 
@@ -568,7 +413,9 @@ def _feature_inputs(run, inputs, model, prep, precision, reading):
     if any(p == "-" or is_artifact_of_kind(p, KIND_TOKENS) for p in inputs):
         if len(inputs) != 1:
             raise CortexError("features takes one eeg-tokens artifact, or recordings, not both")
-        windows = _Windows(run, prep, model.config.max_patches, **reading)
+        from cortexkit.tools.eeg.windows import WindowCut
+
+        windows = WindowCut(run, prep, model.config.max_patches, **reading)
         if windows.spec is not None or reading.get("stride") is not None:
             raise CortexError("--windows/--stride cut recordings; tokens were cut by encode "
                               "(give recordings, or cut with encode)")
@@ -578,7 +425,9 @@ def _feature_inputs(run, inputs, model, prep, precision, reading):
         return ([names[i] for i in artifact.tensors["window_source"]],
                 artifact.tensors["window_start"], [levels[i] for i in artifact.tensors["window_label"]],
                 token_t, token_f, 0.0)
-    windows = _Windows(run, prep, model.config.max_patches, **reading)
+    from cortexkit.tools.eeg.windows import WindowCut
+
+    windows = WindowCut(run, prep, model.config.max_patches, **reading)
     items, enc = _encode(run, model, windows, inputs, precision)
     return ([items[i].source for i in enc.source], np.asarray(enc.starts),
             [lab or "none" for lab in enc.labels], enc.token_t, enc.token_f, enc.seconds)

@@ -322,7 +322,7 @@ def evaluate(run, model, data, split, steps, limit):
     run.write_report(api.evaluate_model(net, images.images, images.labels, inference))
 
 
-@verb(group, "predict", output="artifact", torch_options=True)
+@verb(group, "predict", output="table", torch_options=True)
 @click.argument("model", metavar="MODEL")
 @click.argument("data", metavar="IMAGES")
 @click.option("--split", default="test", show_default=True, help="Split inside IMAGES.")

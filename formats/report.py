@@ -130,3 +130,23 @@ def check_report_target(target: str | os.PathLike | None, what: str = "-o") -> N
     if fmt not in ("safetensors", "yaml", "json"):
         raise CortexError(f"{what} {target}".strip() + f": a report is YAML or JSON, not "
                           f"{fmt.upper()}; name the file .yaml or .json")
+
+
+def read_yaml_file(path: str | os.PathLike, where: str, expect: type | None = dict,
+                   what: str = "a mapping") -> Any:
+    """A YAML file given to an option (``--limits FILE``, ``--prior FILE``), parsed, or a one-line
+    error that starts with ``where`` (the option and its value): unreadable, not YAML, or not
+    ``expect`` (an empty file reads as an empty ``expect``)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle)
+    except OSError as exc:
+        raise CortexError(f"{where}: {exc.strerror or exc}") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CortexError(f"{where}: not valid YAML ({first})") from None
+    if data is None and expect is not None:
+        data = expect()
+    if expect is not None and not isinstance(data, expect):
+        raise CortexError(f"{where}: expected {what}, got {type(data).__name__}")
+    return data

@@ -50,11 +50,6 @@ def test_each_limit_caps_the_default(monkeypatch, env, load, quota, expected, wh
     assert T.default_threads(env) == (expected, why)
 
 
-def test_small_work_runs_on_one_thread():
-    assert T.threads_for_work(4, T.SMALL_WORK_FLOPS / 10) == 1
-    assert T.threads_for_work(4, T.SMALL_WORK_FLOPS * 10) == 4
-
-
 def test_installed_command_under_each_variable_and_an_affinity_mask(cortexkit_exe):
     assert printed_threads(cortexkit_exe, env=clean_env(OMP_NUM_THREADS="1")) == 1
     assert printed_threads(cortexkit_exe, env=clean_env(SLURM_CPUS_PER_TASK="1")) == 1

@@ -36,8 +36,8 @@ def read_columns(source, categorical=()) -> Columns:
 
 
 def read_constraint_spec(constraint: str):
-    """The parsed YAML mapping of a ``--constraint FILE`` (None for a built-in constraint name)."""
-    import yaml
+    """The parsed YAML of a ``--constraint FILE`` (None for a built-in constraint name)."""
+    from cortexkit.formats.report import read_yaml_file
 
     if constraint in BUILTIN_CONSTRAINTS:
         return None
@@ -45,7 +45,4 @@ def read_constraint_spec(constraint: str):
     if not path.is_file():
         raise CortexError(f"--constraint {constraint!r}: not one of {', '.join(BUILTIN_CONSTRAINTS)} "
                           "and not a YAML file")
-    try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise CortexError(f"{constraint}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    return read_yaml_file(path, constraint, expect=None)

@@ -312,6 +312,22 @@ def auto_codebook_size(patches: int) -> int:
     return int(min(4096, max(256, size)))
 
 
+def resolve_auto(patches: int, device_type: str, preset, codebook_size, lr):
+    """The ``auto`` values of preset, codebook size and learning rate for ``patches`` training
+    patches on ``device_type``: (preset, codebook_size, lr, what was chosen, as phrases)."""
+    chosen = []
+    if preset == "auto":
+        preset = auto_preset(patches, device_type)
+        chosen.append(f"preset {preset}")
+    if codebook_size == "auto":
+        codebook_size = auto_codebook_size(patches)
+        chosen.append(f"codebook size {codebook_size}")
+    if lr == "auto":
+        lr = PRESET_LR[preset]
+        chosen.append(f"lr {lr:g}")
+    return preset, codebook_size, lr, chosen
+
+
 def build(config: TokenizerConfig) -> TFDualTokenizer:
     return TFDualTokenizer(config)
 

@@ -63,16 +63,13 @@ def read_prior(prior_path: str | None, task: str | None = None) -> Prior | None:
     from .tasks import get_task
 
     if prior_path:
-        import yaml
         from pathlib import Path
 
-        p = Path(prior_path)
-        if not p.is_file():
+        from cortexkit.formats.report import read_yaml_file
+
+        if not Path(prior_path).is_file():
             raise CortexError(f"--prior {prior_path}: no such file")
-        try:
-            spec = yaml.safe_load(p.read_text())
-        except yaml.YAMLError as exc:
-            raise CortexError(f"--prior {prior_path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        spec = read_yaml_file(prior_path, f"--prior {prior_path}", expect=None)
         try:
             prior = Prior.from_spec(spec)
         except ValueError as exc:

@@ -1,0 +1,113 @@
+"""How the recording options of tokenize-eeg cut windows out of recordings: the paper's fixed
+windows every ``--stride`` seconds, or (``--windows events``) one window per kept annotation
+(:mod:`cortexkit.tools.eeg.epochs`). ``log`` is anything with ``info``/``warn`` (the command's Run)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cortexkit.formats import eeg
+from cortexkit.formats.errors import CortexError
+from cortexkit.tools.eeg import epochs
+
+
+def names(text):
+    """``A,B,C`` as a list of names (None for no text)."""
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def recordings(log, paths, prep, sfreq, channel_names, units):
+    """A lazy stream of prepared recordings (checked to exist first)."""
+    for path in paths:
+        if not Path(path).is_file():
+            raise CortexError(f"{path}: no such file")
+    channels = names(channel_names)
+    return (eeg.load(p, prep, sfreq=sfreq, channel_names=channels, units=units,
+                     warn=log.warn) for p in paths)
+
+
+class Tracker:
+    """Collects per-recording facts (name, rates, band, annotations) while the windows stream."""
+
+    def __init__(self, stream):
+        self.stream, self.items = stream, []
+
+    def __iter__(self):
+        for rec in self.stream:
+            self.items.append(rec)
+            yield rec
+            rec.data = None  # only the facts stay, not the signal
+
+
+class WindowCut:
+    """How the recording options cut windows: the paper's fixed windows every --stride seconds,
+    or (--windows events) one window per kept annotation, as MNE epochs them."""
+
+    def __init__(self, log, prep, max_patches, *, stride, batch_size, sfreq, channel_names, units,
+                 window_mode, events, tmin, tmax, baseline):
+        self.log, self.prep, self.stride, self.batch_size = log, prep, stride, batch_size
+        self.reading = dict(sfreq=sfreq, channel_names=channel_names, units=units)
+        self.counts: dict = {}
+        self.spec = None
+        if window_mode == "fixed":
+            given = [n for n, v in (("--events", events), ("--tmax", tmax)) if v is not None]
+            given += ["--tmin"] if tmin else []
+            given += ["--baseline"] if baseline and baseline.strip().lower() != "none" else []
+            if given:
+                raise CortexError(f"{', '.join(given)} cut event windows: add --windows events")
+            return
+        if stride is not None:
+            raise CortexError("--stride is for fixed windows; --windows events cuts one window per "
+                              "annotation (choose them with --events)")
+        try:
+            self.spec = epochs.EventWindows(
+                events=epochs.names(events), tmin=tmin,
+                tmax=tmin + prep.window_seconds if tmax is None else tmax,
+                baseline=epochs.parse_baseline(baseline))
+        except ValueError as exc:
+            raise CortexError(str(exc)) from None
+        patches = self.spec.patches(prep.sfreq, prep.patch_size)
+        if patches > max_patches:
+            raise CortexError(f"an event window of {self.spec.tmax - self.spec.tmin:g} s needs "
+                              f"{patches} patches of 1 s; the tokenizer has {max_patches} time slots: "
+                              f"shorten --tmin/--tmax or train with --patches {patches}")
+
+    @property
+    def patches(self) -> int:
+        return self.prep.patches if self.spec is None else self.spec.patches(self.prep.sfreq,
+                                                                             self.prep.patch_size)
+
+    def batches(self, stream):
+
+        if self.spec is None:
+            return eeg.iter_windows(stream, self.prep, self.stride, self.batch_size)
+        return epochs.iter_event_windows(stream, self.spec, self.prep.sfreq, self.prep.patch_size,
+                                         self.batch_size, self.counts)
+
+    def stream(self, paths):
+        """(tracker, batches) over recordings ``paths``."""
+        tracker = Tracker(recordings(self.log, paths, self.prep, **self.reading))
+        return tracker, self.batches(tracker)
+
+    def check_found(self, items) -> None:
+        """Event windows: at least one, else a one-line error naming the annotations there are."""
+
+        if self.spec is None:
+            return
+        if not self.counts.get("kept"):
+            have = sorted({text for rec in items for _, _, text in rec.annotations})
+            wanted = ",".join(self.spec.events) if self.spec.events else "any annotation"
+            raise CortexError(f"no event window: the recordings have no {wanted} with "
+                              f"[{self.spec.tmin:g}, {self.spec.tmax:g}) s inside them "
+                              f"({self.counts.get('dropped', 0)} ran past an end; annotations there: "
+                              f"{', '.join(have[:20]) or 'none'})")
+        labels = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.get("labels", {}).items()))
+        self.log.info(f"{self.counts['kept']} event windows of {self.spec.tmax - self.spec.tmin:g} s "
+                      f"({labels}); {self.counts.get('dropped', 0)} dropped past a recording's end")
+
+    def describe(self) -> dict:
+        if self.spec is None:
+            return {"mode": "fixed", "stride": self.stride, "patches": self.prep.patches,
+                    "label": "the annotation covering most of the window"}
+        return {**self.spec.to_dict(self.prep.sfreq, self.prep.patch_size),
+                "label": "the event's annotation"}
