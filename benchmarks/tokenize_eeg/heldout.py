@@ -22,7 +22,6 @@ event-locked linear probe against band power, and encode throughput against a pl
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
@@ -41,26 +40,8 @@ from cortexkit.tools.eeg.train import TrainConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 from run import band_power, plain_encode  # noqa: E402
-
-DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")
-            ) / "eeg" / "eegmmidb_S001"
-
-
-class Batch:
-    def __init__(self, x):
-        self.x, self.starts, self.labels, self.source_index = x, np.zeros(len(x)), [""] * len(x), 0
-
-
-def fixed_windows(runs, prep, cache):
-    path = Path(cache) / f"w_{'_'.join(map(str, runs))}_p{prep.patches}.npy"
-    if path.is_file():
-        return np.load(path)
-    recs = [eeg.load(str(DATA / f"S001R{r:02d}.edf"), prep) for r in runs]
-    x = np.concatenate([b.x for b in eeg.iter_windows(recs, prep, None, 256)])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, x)
-    return x
-
+from study import DATA, Batch  # noqa: E402
+from study import windows as fixed_windows  # noqa: E402
 
 def event_windows(run, prep):
     spec = epochs.EventWindows(events=None, tmin=0.0, tmax=4.0)

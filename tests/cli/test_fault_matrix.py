@@ -45,6 +45,7 @@ from click.testing import CliRunner
 
 from cortexkit.cli import main as entry
 from cortexkit.formats.artifact import build_metadata, encode
+from toydata import make_images, write_set
 
 SHARED = Path(os.environ.get("CORTEXKIT_SHARED_DATA",
                              Path(__file__).resolve().parents[2].parent / "shared" / "data"))
@@ -312,15 +313,6 @@ def _rewrite(source: Path, target: Path, change=None, meta=None) -> Path:
     return target
 
 
-def _images(n, seed, classes=3, size=8):
-    rng = np.random.default_rng(seed)
-    labels = np.arange(n) % classes
-    images = rng.integers(0, 60, (n, 1, size, size), dtype=np.uint8)
-    for i, c in enumerate(labels):
-        images[i, :, 2 * c:2 * c + 3, 1:4] = 230
-    return images, labels.astype(np.int64)
-
-
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> dict[str, Path]:
     """Small real artifacts of every tool, built in-process in seconds of CPU."""
@@ -333,11 +325,10 @@ def models(tmp_path_factory) -> dict[str, Path]:
     _run_ok(d, "estimate-copula", "fit", "sim.st", "--copula", "gaussian", "-q", "-o", "cop.st")
     # train-pcn
     for name, n, seed in (("train.st", 96, 0), ("test.st", 48, 1)):
-        images, labels = _images(n, seed)
-        save_file({"images": images, "labels": labels}, str(d / name))
-    images, labels = _images(48, 1)
+        write_set(d / name, *make_images(n, seed=seed))
+    images, labels = make_images(48, seed=1)
     labels[0] = 12
-    save_file({"images": images, "labels": labels}, str(d / "test12.st"))
+    write_set(d / "test12.st", images, labels)
     _run_ok(d, "train-pcn", "train", "train.st", "--depth", "2", "--width", "8", "--epochs", "1",
             "--batch-size", "32", "--steps", "1", "--threads", "1", "-q", "-o", "pcn.st")
     # tokenize-eeg

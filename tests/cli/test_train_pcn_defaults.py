@@ -5,26 +5,10 @@ never null, for MLP, VGG and ResNet; a 12-layer default run trains as BP + WN do
 import numpy as np
 import pytest
 import yaml
+from toydata import make_images, write_set
 
 TOOL = "train-pcn"
 RESOLVED = ("steps", "state-lr", "weight-norm", "weight-norm-gain", "schedule")
-
-
-def make_images(n=96, classes=3, size=8, seed=0):
-    """A bright 3x3 patch whose row is the class, on noise: (n, 1, size, size) uint8."""
-    rng = np.random.default_rng(seed)
-    labels = np.arange(n) % classes
-    images = rng.integers(0, 60, (n, 1, size, size), dtype=np.uint8)
-    for i, c in enumerate(labels):
-        images[i, :, 2 * c:2 * c + 3, 1:4] = 230
-    return images, labels.astype(np.int64)
-
-
-def write_set(path, images, labels):
-    from safetensors.numpy import save_file
-
-    save_file({"images": images, "labels": labels}, str(path))
-    return path
 
 
 def printed(cli, *args):

@@ -5,26 +5,9 @@ imbalance said as such, BP's logged energies = evaluate's, --limit, warnings, -q
 import numpy as np
 import pytest
 import yaml
+from toydata import make_images, write_set
 
 TOOL = "train-pcn"
-
-
-def make_images(n=96, classes=3, size=8, seed=0, sort=False):
-    rng = np.random.default_rng(seed)
-    labels = np.arange(n) % classes
-    if sort:
-        labels = np.sort(labels)
-    images = rng.integers(0, 60, (n, 1, size, size), dtype=np.uint8)
-    for i, c in enumerate(labels):
-        images[i, :, 2 * c:2 * c + 3, 1:4] = 230
-    return images, labels.astype(np.int64)
-
-
-def write_set(path, images, labels):
-    from safetensors.numpy import save_file
-
-    save_file({"images": images, "labels": labels}, str(path))
-    return path
 
 
 def train_frozen(cli, tmp_path, train, *args):

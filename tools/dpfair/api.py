@@ -299,12 +299,17 @@ def count_epsilon(config: TrainConfig, constrained: bool) -> float:
     (no constraints, or --non-private, whose exact counts cost nothing)."""
     if not constrained or config.non_private:
         return 0.0
-    ce, epsilon = config.count_epsilon, config.epsilon
-    if ce is None:
-        return COUNT_SHARE * epsilon if epsilon > 0 and math.isfinite(epsilon) else 0.0
-    if not (0 < ce < epsilon):
-        raise CortexError(f"--count-epsilon must be above 0 and below --epsilon {epsilon:g}, got {ce}")
-    return float(ce)
+    return _epsilon_share(config.count_epsilon, COUNT_SHARE, config.epsilon, "--count-epsilon")
+
+
+def _epsilon_share(given: float | None, share: float, epsilon: float, option: str) -> float:
+    """The part of --epsilon an extra release spends: ``given``, else ``share`` of epsilon (0 when
+    epsilon is 0 or infinite); a given part must lie strictly between 0 and epsilon."""
+    if given is None:
+        return share * epsilon if epsilon > 0 and math.isfinite(epsilon) else 0.0
+    if not (0 < given < epsilon):
+        raise CortexError(f"{option} must be above 0 and below --epsilon {epsilon:g}, got {given}")
+    return float(given)
 
 
 def noisy_cell_counts(cells: np.ndarray, n_cells: int, count_epsilon: float, seed: int = 0) -> np.ndarray:
@@ -416,12 +421,7 @@ def validation_epsilon(config: TrainConfig) -> float:
     epsilon; inf (the exact histogram) for --non-private."""
     if config.non_private:
         return math.inf
-    ve, epsilon = config.validation_epsilon, config.epsilon
-    if ve is None:
-        return VALIDATION_SHARE * epsilon if epsilon > 0 and math.isfinite(epsilon) else 0.0
-    if not (0 < ve < epsilon):
-        raise CortexError(f"--validation-epsilon must be above 0 and below --epsilon {epsilon:g}, got {ve}")
-    return float(ve)
+    return _epsilon_share(config.validation_epsilon, VALIDATION_SHARE, config.epsilon, "--validation-epsilon")
 
 
 def nonprivate_step(x: np.ndarray) -> float:
