@@ -235,7 +235,10 @@ class Run:
             click.echo(message, err=True)
 
     def warn(self, message: str) -> None:
-        click.echo(f"{self.command_path}: warning: {message}", err=True)
+        """A warning on stderr, one line ``cortexkit TOOL VERB: warning: ...`` (silenced by ``-q``,
+        which asks for no messages)."""
+        if not self.quiet:
+            click.echo(f"{self.command_path}: warning: {message}", err=True)
 
     def progress(self, iterable: Iterable | None = None, total: int | None = None,
                  desc: str | None = None, **kwargs):

@@ -173,11 +173,6 @@ def limit_option(what):
                         help=f"Use N of the {what} (class-balanced, drawn with --seed) [all].")
 
 
-def _warner(run):
-    """run.warn, silenced by -q (warnings are messages too)."""
-    return (lambda message: None) if run.quiet else run.warn
-
-
 def _configs(data, opts):
     import torch
 
@@ -286,7 +281,7 @@ def train(run, data, split, test_data, test_split, limit, log, checkpoint, plot,
     model, result = api.fit(
         train_set.images, train_set.labels, spec, cfg, normalize=opts["normalize"],
         test=(test_set.images, test_set.labels) if test_set else None, seed=run.seed or 0,
-        dtype=dtype, init=opts["init"], device=device, warn=_warner(run), progress=run.progress,
+        dtype=dtype, init=opts["init"], device=device, warn=run.warn, progress=run.progress,
         on_epoch=_epoch_writer(run, log, checkpoint))
     last = result.history[-1] if result.history else None
     figures = {"examples": len(train_set)}

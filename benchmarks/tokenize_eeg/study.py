@@ -69,7 +69,7 @@ def run_variant(train, test, settings, args, log):
     config = config_from_preset(preset, **{**dict(channels=train.shape[1], max_patches=train.shape[2],
                                                   codebook_size=args.codebook_size, kmeans_init=True,
                                                   dead_code_threshold=1.0), **model_keys})
-    tc = TrainConfig(**{**dict(epochs=args.epochs, batch_size=32, lr=1e-3,
+    tc = TrainConfig(**{**dict(epochs=args.epochs, batch_size=32, lr=1e-3, contrastive=True,
                                warmup_epochs=max(1, args.epochs // 10)), **settings})
     start = time.time()
     model, history = api.fit(train, config, tc, seed=args.seed)

@@ -23,7 +23,7 @@ class TrainConfig:
     min_lr: float = 1e-5
     weight_decay: float = 1e-4
     warmup_epochs: float = 5.0
-    contrastive: bool = True
+    contrastive: bool = False  # the paper's NT-Xent is opt-in (costs two encoder passes, worsens reconstruction)
     amp: bool = False
     signal_weight: float = 1.0  # weight of mse(x_hat, x); the paper's is 1
     phase_weight: float = 1.0  # weight of the phase term; the paper's is 1
