@@ -81,6 +81,16 @@ def _state_lr_rule(ctx):
     return default_state_lr(_method(ctx))
 
 
+def _baseline_rule(ctx):
+    from cortexkit.tools.pcn.defaults import default_baseline, same_as_bp_wn
+
+    p = ctx.params
+    same = same_as_bp_wn(_method(ctx), _blocks(ctx), p.get("steps") or 0, p.get("state_lr") or 0.0,
+                         p.get("state_momentum") or 0.0, p.get("schedule") or "jacobi",
+                         p.get("loss") or "ce", bool(p.get("weight_norm")))
+    return default_baseline(_method(ctx), same)
+
+
 def _weight_norm_rule(ctx):
     from cortexkit.tools.pcn.defaults import default_weight_norm
 
@@ -146,8 +156,19 @@ optim_options = option_set(
                  default="dataset", show_default=True, help="Per-channel pixel normalisation."),
 )
 
+baseline_options = option_set(
+    click.option("--baseline", type=click.Choice(["bp+wn", "bp", "none"]), default=None,
+                 callback=_resolve(_baseline_rule),
+                 help="First-try model trained beside the method and scored on the validation split, "
+                      "with a warning when the method loses [default: bp+wn; bp where meta-pcn's "
+                      "defaults make it BP + WN exactly; none for bp]. none halves the time."),
+    click.option("--validation-share", type=click.FloatRange(0, 0.5, max_open=True), default=0.1,
+                 show_default=True,
+                 help="Training images held out (per class) to score the method beside --baseline."),
+)
+
 ADVANCED = ("width_scale", "init", "dtype", "weight_norm_gain", "weight_clip", "state_momentum",
-            "schedule", "loss", "weight_decay", "adam_eps", "warmup", "normalize", "test_split")
+            "schedule", "loss", "weight_decay", "adam_eps", "warmup", "normalize", "test_split", "validation_share")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,6 +263,34 @@ def _plot(run, path, history, trace):
     plt.close(fig)
 
 
+def _baseline_check(run, model, spec, cfg, baseline, images, labels, held, common):
+    """Train --baseline on the same images and options, score both on the held-out split, warn
+    when the method loses by more than half a point; the record stored in the artifact."""
+    from cortexkit.tools.pcn import api
+
+    if baseline == "none":
+        return None
+    if held is None:
+        run.info(f"no validation images (--validation-share 0 or too few per class): the "
+                 f"{baseline} baseline is not trained")
+        return None
+    name = {"bp+wn": "BP + WN", "bp": "BP"}[baseline]
+    run.info(f"baseline: {name} on the same {len(labels)} images ({cfg.epochs} epochs; "
+             "--baseline none skips it)")
+    base, result = api.fit(images, labels, spec, api.baseline_config(cfg, baseline), **common)
+    run.stopped("baseline", len(result.history), cfg.epochs, "epochs", "completed")
+    ours, theirs = api.top1(model, *held), api.top1(base, *held)
+    method = {"meta-pcn": "Meta-PCN", "pc": "PC", "ipc": "iPC", "bp": "BP"}[cfg.method]
+    run.info(f"validation ({len(held[1])} held-out training images), forward-pass top-1: "
+             f"{method} {100 * ours:.2f} % vs {name} {100 * theirs:.2f} %")
+    if ours < theirs - 0.005:
+        run.warn(f"{name} beats {method} on the validation images by {100 * (theirs - ours):.2f} "
+                 f"points: compare --method bp{' --weight-norm' if baseline == 'bp+wn' else ''} "
+                 "on your test set before relying on this model")
+    return {"baseline": baseline, "validation_images": int(len(held[1])),
+            "method_top1": round(ours, 4), "baseline_top1": round(theirs, 4)}
+
+
 def _model(run, source):
     from cortexkit.tools.pcn import api
 
@@ -262,12 +311,14 @@ def _model(run, source):
 @model_options
 @method_options
 @optim_options
+@baseline_options
 @output_option("--log", metavar="FILE.yaml", help="Per-epoch YAML log.")
 @output_option("--checkpoint", metavar="FILE",
                help="Model of the last finished epoch (kept when a run diverges).")
 @output_option("--plot", metavar="PNG",
                help="Error energy per layer over inference, accuracy per epoch (matplotlib).")
-def train(run, data, split, test_data, test_split, limit, log, checkpoint, plot, **opts):
+def train(run, data, split, test_data, test_split, limit, log, checkpoint, plot, baseline,
+          validation_share, **opts):
     """Train a network with Meta-PCN, PC, iPC or backprop -> pcn-model."""
     from cortexkit.tools.pcn import api, distributed
 
@@ -278,21 +329,30 @@ def train(run, data, split, test_data, test_split, limit, log, checkpoint, plot,
     train_set = _images(data, split, limit=limit, seed=run.seed)
     test_set = _images(test_data, test_split) if test_data else None
     spec, cfg, dtype = _configs(train_set, opts)
+    images, labels = train_set.images, train_set.labels
+    held = None
+    if baseline != "none" and validation_share > 0:
+        fit_index, val_index = api.validation_split(labels, validation_share, run.seed or 0)
+        if len(val_index) and len(fit_index):
+            held = (images[val_index], labels[val_index])
+            images, labels = images[fit_index], labels[fit_index]
+    common = dict(normalize=opts["normalize"], seed=run.seed or 0, dtype=dtype, init=opts["init"],
+                  device=device, progress=run.progress)
     model, result = api.fit(
-        train_set.images, train_set.labels, spec, cfg, normalize=opts["normalize"],
-        test=(test_set.images, test_set.labels) if test_set else None, seed=run.seed or 0,
-        dtype=dtype, init=opts["init"], device=device, warn=run.warn, progress=run.progress,
-        on_epoch=_epoch_writer(run, log, checkpoint))
+        images, labels, spec, cfg, test=(test_set.images, test_set.labels) if test_set else None,
+        warn=run.warn, on_epoch=_epoch_writer(run, log, checkpoint), **common)
     last = result.history[-1] if result.history else None
-    figures = {"examples": len(train_set)}
+    figures = {"examples": len(images)}
     if last is not None:
         figures["train_top1"] = round(last.train_top1, 4)
     if last is not None and last.test_top1 is not None:
         figures["test_top1"] = round(last.test_top1, 4)
     run.stopped("train", len(result.history), cfg.epochs, "epochs", "completed", **figures)
+    check = _baseline_check(run, model, spec, cfg, baseline, images, labels, held, common)
     if distributed.rank() == 0:
         run.write_artifact(api.model_tensors(model), KIND_MODEL, version=str(MODEL_VERSION),
-                           metadata=api.model_metadata(model, result.trace))
+                           metadata={**api.model_metadata(model, result.trace),
+                                     **({"pcn.baseline": check} if check else {})})
         if plot:
             _plot(run, plot, model.history, result.trace)
     distributed.shutdown()

@@ -71,7 +71,7 @@ def test_depth_12_default_run_reaches_bp_with_weight_norm(cli, tmp_path):
     train = write_set(tmp_path / "train.st", *make_images(120))
     test = write_set(tmp_path / "test.st", *make_images(90, seed=5))
     common = ["--depth", "12", "--width", "16", "--epochs", "6", "--batch-size", "20", "--lr",
-              "0.01", "--seed", "2", "--test", test]
+              "0.01", "--seed", "2", "--test", test, "--baseline", "none"]  # all 120 images each
     runs = {}
     for name, extra in [("meta", []), ("bpwn", ["--method", "bp", "--weight-norm"]),
                         ("meta64", ["--dtype", "float64"]),
@@ -91,3 +91,37 @@ def test_depth_12_default_run_reaches_bp_with_weight_norm(cli, tmp_path):
     # the settings before the fix, on the same data: warned, and well below
     old = runs["old"]
     assert "is small for 12 layers" in old[1] and old[0] < meta[0] - 0.2, (old[0], meta[0])
+
+
+def test_the_method_is_scored_beside_its_baseline_and_a_loss_is_warned(cli, tmp_path):
+    """train holds out a per-class share of the training images, trains --baseline on the rest
+    with the same options and scores both there: the depth-12 settings before the fix (T 8, gain 1:
+    the first layers get no error) lose to BP + WN and are warned about; the stored method figure
+    is the saved model's own accuracy on those held-out images (predict, through the command)."""
+    from cortexkit.formats.artifact import read_artifact
+    from cortexkit.tools.pcn.api import validation_split
+
+    images, labels = make_images(200, seed=3)
+    train = write_set(tmp_path / "train.st", images, labels)
+    common = ["--depth", "12", "--width", "16", "--epochs", "6", "--batch-size", "20", "--lr", "0.01",
+              "--seed", "4", "--steps", "8", "--weight-norm-gain", "1"]
+    p = cli(TOOL, "train", train, *common, "-o", tmp_path / "pc.st")
+    assert p.returncode == 0, p.stderr
+    check = read_artifact(str(tmp_path / "pc.st")).meta_json("pcn.baseline")
+    fit, held = validation_split(labels, 0.1, 4)
+    assert len(held) == 21 and len(np.intersect1d(fit, held)) == 0  # 7 of each class of 66-67
+    assert check["baseline"] == "bp+wn" and check["validation_images"] == len(held)
+    assert check["baseline_top1"] >= check["method_top1"] + 0.2, check
+    assert "BP + WN beats Meta-PCN on the validation images" in p.stderr
+
+    write_set(tmp_path / "held.st", images[held], labels[held])
+    pred = cli(TOOL, "predict", tmp_path / "pc.st", tmp_path / "held.st", "-o", tmp_path / "pred.csv")
+    assert pred.returncode == 0, pred.stderr
+    assert (tmp_path / "pred.csv").read_text().startswith("label,")
+    predicted = np.loadtxt(tmp_path / "pred.csv", delimiter=",", skiprows=1, usecols=0, ndmin=1)
+    assert check["method_top1"] == pytest.approx(float((predicted == labels[held]).mean()), abs=1e-4)
+
+    quiet = cli(TOOL, "train", train, *common, "--baseline", "none", "-o",
+                tmp_path / "none.st")
+    assert quiet.returncode == 0 and "baseline" not in quiet.stderr, quiet.stderr
+    assert "pcn.baseline" not in read_artifact(str(tmp_path / "none.st")).metadata

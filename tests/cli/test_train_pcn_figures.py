@@ -12,10 +12,11 @@ TOOL = "train-pcn"
 
 def train_frozen(cli, tmp_path, train, *args):
     """One epoch in one batch at a learning rate too small to move a weight: the logged train
-    figures must then be the forward pass of the saved model on the training images."""
+    figures must then be the forward pass of the saved model on the training images (all of
+    them: no validation share held out for a baseline)."""
     model, log = tmp_path / "m.st", tmp_path / "log.yaml"
     p = cli(TOOL, "train", train, "--depth", "4", "--width", "12", "--epochs", "1",
-            "--batch-size", "1000", "--lr", "1e-12", "--seed", "3", *args, "--log", log,
+            "--batch-size", "1000", "--lr", "1e-12", "--seed", "3", "--baseline", "none", *args, "--log", log,
             "-o", model)
     assert p.returncode == 0, p.stderr
     record = yaml.safe_load(log.read_text())[0]

@@ -6,6 +6,7 @@ A model is (state tensors, metadata): ``model_tensors`` / ``model_metadata`` giv
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Callable
 
@@ -85,6 +86,32 @@ def limit_indices(count: int, limit: int | None, labels: np.ndarray | None = Non
                 chosen.append(int(pool[depth]))
         depth += 1
     return np.sort(np.asarray(chosen, dtype=np.int64))
+
+
+def validation_split(labels: np.ndarray, share: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(fit, validation) indices, sorted: ``share`` of each class's images (rounded, at least one
+    of a class with two or more) held out, drawn with ``seed``."""
+    rng = np.random.default_rng(seed + 7919)  # not the draw of --limit
+    held: list[np.ndarray] = []
+    for c in np.unique(labels):
+        pool = rng.permutation(np.flatnonzero(labels == c))
+        k = min(len(pool) - 1, max(1, int(round(share * len(pool))))) if len(pool) >= 2 else 0
+        held.append(pool[:k])
+    validation = np.sort(np.concatenate(held)).astype(np.int64) if held else np.zeros(0, np.int64)
+    fit = np.setdiff1d(np.arange(len(labels), dtype=np.int64), validation)
+    return fit, validation
+
+
+def baseline_config(cfg: TrainConfig, baseline: str) -> TrainConfig:
+    """``cfg`` with the method replaced by backprop (``bp+wn``: with weight normalisation at the
+    same gain rule; ``bp``: plain), everything else (epochs, batch, optimiser) the same."""
+    return dataclasses.replace(cfg, method="bp", weight_norm=baseline == "bp+wn",
+                               inference=InferenceConfig(0, 1.0))
+
+
+def top1(model: Model, images: np.ndarray, labels: np.ndarray) -> float:
+    """Forward-pass top-1 accuracy of ``model`` on labelled images."""
+    return float((predict(model, images)[1] == labels).mean()) if len(labels) else float("nan")
 
 
 def check_images(images: np.ndarray, labels: np.ndarray | None, spec: NetworkSpec,

@@ -49,3 +49,23 @@ def default_state_lr(method: str) -> float:
 
 def default_weight_norm(method: str) -> bool:
     return method == "meta-pcn"
+
+
+BASELINES = ("bp+wn", "bp", "none")
+
+
+def same_as_bp_wn(method: str, blocks: int, steps: int, state_lr: float, momentum: float,
+                  schedule: str, loss: str, weight_norm: bool) -> bool:
+    """Meta-PCN whose weight gradients are BP + WN's exactly: eta_x 1, no state momentum, Jacobi
+    steps, T >= L - 1, cross-entropy, weight normalisation on (the gradient identity above)."""
+    return (method == "meta-pcn" and weight_norm and state_lr == 1.0 and momentum == 0.0
+            and schedule == "jacobi" and loss == "ce" and steps >= blocks - 1)
+
+
+def default_baseline(method: str, same: bool) -> str:
+    """The first-try model ``train`` scores beside the method on a validation split: BP + WN,
+    the baseline the Meta-PCN paper contrasts; plain BP where the method is BP + WN's exact
+    computation (``same``, Meta-PCN at its defaults), and none for BP itself."""
+    if method == "bp":
+        return "none"
+    return "bp" if same else "bp+wn"
