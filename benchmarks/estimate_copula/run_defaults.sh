@@ -9,4 +9,11 @@ a) python $D --tables magic --seeds 0 --out $R/defaults_magic.yaml ;;
 b) python $D --tables wine,diabetes,breast_cancer --seeds 0,1,2 --out $R/defaults_small.yaml ;;
 c) python $D --tables drybean13 --seeds 0 --out $R/defaults_drybean13.yaml ;;
 d) python $D --tables magic --seeds 1,2 --out $R/defaults_magic_seeds12.yaml ;;
+# the same blocks on 2 idle cores (2026-12-04, run one after another, nothing else running for
+# the first four; the Dry Bean seeds 1-2 beside two niced helpers):
+idle) python $D --tables magic --seeds 0 --out $R/defaults_magic_idle.yaml
+      python $D --tables magic --seeds 1,2 --out $R/defaults_magic_idle_seeds12.yaml
+      python $D --tables drybean13 --seeds 0 --out $R/defaults_drybean13_idle.yaml
+      python $D --tables wine,diabetes,breast_cancer --seeds 0,1,2 --out $R/defaults_small_idle.yaml
+      python $D --tables drybean13 --seeds 1,2 --out $R/defaults_drybean13_idle_seeds12.yaml ;;
 esac
