@@ -46,25 +46,45 @@ def _pld():
     return privacy_loss_distribution
 
 
+# dp-accounting's default grid of privacy-loss values (1e-4) holds a number of points that grows with the
+# loss's range, which grows as 1 / sigma^2 (Gaussian) and as b (Laplace): sigma 0.1 took 110 s and 0.03
+# ran for minutes on 1,000 steps. Below sigma 0.5 / above b 2 the grid widens in proportion, which keeps
+# the pessimistic (upper-bound) estimate and its relative precision: at q 0.01, T 1,000, sigma 0.1 gives
+# epsilon 1195.7400 against 1195.7408 on the fine grid in 2.1 s instead of 60 s; b 20 gives 365.46084
+# against 365.46076 in 1.0 s instead of 11.5 s. Values at sigma >= 0.5 and b <= 2 are unchanged.
+_GRID = 1e-4
+
+
+def grid(sigma: float, laplace_b: float | None) -> float:
+    """The privacy-loss grid of a run's PLDs (one for all of them: composition needs the same grid)."""
+    widen = (0.5 / sigma) ** 2 if sigma > 0 else 1.0
+    if laplace_b is not None and math.isfinite(laplace_b):
+        widen = max(widen, laplace_b / 2.0)
+    return _GRID * max(1.0, widen)
+
+
 @functools.lru_cache(maxsize=64)
-def _gaussian_step(sigma: float, sampling_rate: float):
+def _gaussian_step(sigma: float, sampling_rate: float, interval: float = _GRID):
     """PLD of one Poisson-subsampled Gaussian step (building it is the slow part: cache it)."""
     return _pld().from_gaussian_mechanism(
-        sigma, sensitivity=1.0, sampling_prob=sampling_rate, use_connect_dots=True)
+        sigma, sensitivity=1.0, sampling_prob=sampling_rate, use_connect_dots=True,
+        value_discretization_interval=interval)
 
 
 @functools.lru_cache(maxsize=64)
-def _laplace_step(laplace_b: float, sampling_rate: float):
+def _laplace_step(laplace_b: float, sampling_rate: float, interval: float = _GRID):
     """PLD of one Poisson-subsampled Laplace histogram release, scale 1 / laplace_b."""
     return _pld().from_laplace_mechanism(
-        1.0 / laplace_b, sensitivity=1.0, sampling_prob=sampling_rate, use_connect_dots=True)
+        1.0 / laplace_b, sensitivity=1.0, sampling_prob=sampling_rate, use_connect_dots=True,
+        value_discretization_interval=interval)
 
 
 @functools.lru_cache(maxsize=16)
-def _count_release(count_epsilon: float):
+def _count_release(count_epsilon: float, interval: float = _GRID):
     """PLD of the one-off Laplace release of the constraint cells' sizes (pure ``count_epsilon``)."""
     return _pld().from_laplace_mechanism(
-        1.0 / count_epsilon, sensitivity=1.0, sampling_prob=1.0, use_connect_dots=True)
+        1.0 / count_epsilon, sensitivity=1.0, sampling_prob=1.0, use_connect_dots=True,
+        value_discretization_interval=interval)
 
 
 def one_off_epsilons(count_epsilon) -> tuple[float, ...]:
@@ -98,11 +118,13 @@ def privacy_loss_distribution(sigma: float, laplace_b: float | None, sampling_ra
         return None
     if laplace_b is not None and math.isinf(laplace_b):
         return None
-    total = _gaussian_step(float(sigma), float(sampling_rate)).self_compose(steps)
+    interval = grid(sigma, laplace_b)
+    total = _gaussian_step(float(sigma), float(sampling_rate), interval).self_compose(steps)
     if laplace_b is not None:
-        total = total.compose(_laplace_step(float(laplace_b), float(sampling_rate)).self_compose(steps))
+        total = total.compose(
+            _laplace_step(float(laplace_b), float(sampling_rate), interval).self_compose(steps))
     for e in one_off_epsilons(count_epsilon):
-        total = total.compose(_count_release(e))
+        total = total.compose(_count_release(e, interval))
     return total
 
 
@@ -137,7 +159,8 @@ def epsilon_parts(sigma: float, laplace_b: float | None, sampling_rate: float, s
         elif math.isinf(laplace_b):
             out["laplace_only"] = math.inf
         else:
-            pld = _laplace_step(float(laplace_b), float(sampling_rate)).self_compose(steps)
+            pld = _laplace_step(float(laplace_b), float(sampling_rate),
+                                grid(math.inf, laplace_b)).self_compose(steps)
             out["laplace_only"] = float(pld.get_epsilon_for_delta(delta))
     return out
 
