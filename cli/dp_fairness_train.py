@@ -77,6 +77,10 @@ train_options = option_set(
     click.option("--dual-rates", type=click.Choice(["hard", "soft"]), default="hard", show_default=True,
                  help="What the released histogram counts: argmax predictions (the rates the model is judged "
                       "by) or softmax(tau * logits) as in the paper; the dual step reads it."),
+    click.option("--clip-split", type=click.Choice(["joint", "separate"]), default="joint", show_default=True,
+                 help="Clip each example's gradient as a whole to --clip (the paper's step), or its loss part "
+                      "and its rate-constraint part to half of --clip each; either way one example moves the "
+                      "sum by at most --clip, so the noise and epsilon are the same."),
     click.option("--non-private", is_flag=True,
                  help="sigma 0, no Laplace noise, no clipping: non-private SGDA (epsilon infinite)."),
     click.option("--allow-small-groups", is_flag=True,
@@ -142,7 +146,7 @@ def _model_and_table(run, model: str, table: str, iterate: str, categorical: str
 # left out of --help (shown by --help-all and the man page): the paper's hyperparameters
 ADVANCED_TRAIN = ("positive_label", "max_steps", "laplace_b", "count_epsilon", "batch_size", "clip", "lr_dual", "dual_update",
                   "dual_momentum", "dual_max", "temperature", "hidden", "no_standardize", "histogram_batch",
-                  "dual_rates", "allow_small_groups", "validation", "validation_epsilon")
+                  "dual_rates", "clip_split", "allow_small_groups", "validation", "validation_epsilon")
 
 
 @verb(group, "train", output="artifact", torch_options=True, advanced=ADVANCED_TRAIN)

@@ -255,3 +255,28 @@ def test_adult_real_data_short_run(cli, shared_data, tmp_path):
     r = yaml.safe_load(cli(TOOL, "evaluate", m, adult).stdout)
     assert r["rows"] == 45222 and r["privacy"]["steps"] == 30 and r["privacy"]["epsilon_spent"] <= 1.0
     assert r["accuracy"] > 0.76                               # at least the majority class
+
+
+def test_clip_split_is_recorded_and_keeps_the_ledger(cli, one_line_error, tables, tmp_path):
+    """--clip-split separate clips the loss part and the rate part to C/2 each: a different model at the
+    same noise and epsilon (sensitivity stays C), recorded in the ledger and the resolved config."""
+    from safetensors.numpy import load_file, safe_open
+
+    train, _ = tables
+    runs = {}
+    for split in ("joint", "separate"):
+        model = tmp_path / f"{split}.safetensors"
+        p = cli(TOOL, "train", train, *FAST, "--gamma", "0.02", "--seed", "3", "--clip-split", split, "-o", model)
+        assert p.returncode == 0, p.stderr
+        with safe_open(model, "np") as fh:
+            meta = fh.metadata()
+        runs[split] = (yaml.safe_load(meta["dpfair.ledger"]), yaml.safe_load(meta["cortexkit.config"]),
+                       load_file(model)["last.0.weight"])
+    for split, (led, config, _) in runs.items():
+        assert led["clip_split"] == split and config["clip-split"] == split
+    (lj, _, wj), (ls, _, ws) = runs["joint"], runs["separate"]
+    for key in ("epsilon_spent", "sigma", "clip_norm", "steps", "sampling_rate"):
+        assert ls[key] == lj[key]
+    assert not np.allclose(wj, ws)
+    p = cli(TOOL, "train", train, *FAST, "--clip-split", "halves", "-o", tmp_path / "bad.safetensors")
+    one_line_error(p, f"{TOOL} train", "Invalid value for '--clip-split'", code=2)

@@ -117,6 +117,80 @@ def test_clipping_is_on_the_whole_per_example_gradient():
     assert sums["w"].tolist() == pytest.approx([3.3, 0.0])
 
 
+def _part_gradients(model, params, x, y, w, tau, scale):
+    """(loss part, rate part) of one example's gradient, each flattened, by plain autograd."""
+    p = {k: v.clone().requires_grad_(True) for k, v in params.items()}
+    logits = functional_call(model, p, (x.unsqueeze(0),)).squeeze(0)
+    ce = torch.nn.functional.cross_entropy(logits.unsqueeze(0), y.unsqueeze(0))
+    rate = scale * (w * torch.softmax(tau * logits, -1)).sum()
+    flat = lambda gs: torch.cat([g.reshape(-1) for g in gs])    # noqa: E731
+    return (flat(torch.autograd.grad(ce, list(p.values()), retain_graph=True)),
+            flat(torch.autograd.grad(rate, list(p.values()))))
+
+
+def _clip(g, c):
+    return g * min(1.0, c / (float(g.norm()) + 1e-12))
+
+
+@pytest.mark.parametrize("kind", ["logistic", "mlp"])
+def test_separate_clip_bounds_each_part_by_half_c_and_the_sum_by_c(kind):
+    """clip_split="separate": one example's clipped contribution is clip(loss part, C/2) + clip(rate
+    part, C/2), so its norm is <= C (the ledger's sensitivity); "joint" clips the sum to C, and where
+    the rate part dominates it scales the loss part away with it."""
+    x, y, _ = synthetic(n=40, d=3)
+    torch.manual_seed(0)
+    model = models.build_model(kind, x.shape[1], 2, [6])
+    params = {k: v.detach().double() for k, v in model.named_parameters()}
+    model = model.double()
+    x = x.double()
+    gen = torch.Generator().manual_seed(2)
+    w = 0.02 * torch.randn(len(x), 2, generator=gen, dtype=torch.float64)   # lambda / noisy group sizes
+    tau, scale, c = 8.0, 300.0, 3.0                                         # scale: the expected batch
+    layers = raco.linear_stack(model)
+    rate_big = loss_kept = loss_cut = 0
+    for i in range(len(x)):
+        gl, gr = _part_gradients(model, params, x[i], y[i], w[i], tau, scale)
+        for split in ("separate", "joint"):
+            sums = raco.clipped_sum_linear(params, layers, x[i:i + 1], y[i:i + 1], w[i:i + 1], tau, scale, True, c,
+                                           split)
+            got = torch.cat([sums[k].reshape(-1) for k in params])
+            want = _clip(gl, c / 2) + _clip(gr, c / 2) if split == "separate" else _clip(gl + gr, c)
+            torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-12)
+            assert float(got.norm()) <= c * (1 + 1e-9)
+        assert float(_clip(gl, c / 2).norm()) <= c / 2 * (1 + 1e-9) and float(_clip(gr, c / 2).norm()) <= c / 2 * (1 + 1e-9)
+        if float(gr.norm()) > c:
+            rate_big += 1
+            loss_kept += float(gl.norm()) <= c / 2                    # separate keeps this loss part whole
+            loss_cut += float((gl + gr).norm()) > c                   # joint shrinks it with the rate part
+    assert rate_big >= 5 and loss_kept >= 5 and loss_cut == rate_big  # the data exercise the case that matters
+
+
+def test_separate_clip_same_in_vmap_and_closed_form_and_not_in_dpsgd():
+    """train(): the vmap path and the closed form agree under clip_split="separate"; without
+    constraints there is no rate part, and "separate" is plain DP-SGD at the whole C."""
+    x, y, cols = synthetic(n=200)
+    rc = C.demographic_parity(["sex"], cols, ["0", "1"], 0.02)
+    cells = torch.tensor(rc.partition.cell_index(cols))
+    torch.manual_seed(0)
+    model = models.build_model("mlp", x.shape[1], 2, [8])
+    base = dict(steps=4, sampling_rate=0.3, sigma=0.0, clip_norm=0.4, laplace_b=0.5, lr=0.5, lr_dual=2.0,
+                temperature=4.0, clip_split="separate")
+    res = {pe: raco.train(model, x, y, cells, rc, raco.RacoConfig(**base, per_example=pe),
+                          torch.Generator().manual_seed(5)) for pe in ("vmap", "closed-form")}
+    for k in res["vmap"].params_last:
+        torch.testing.assert_close(res["vmap"].params_last[k], res["closed-form"].params_last[k],
+                                   rtol=1e-4, atol=1e-6)
+    joint = raco.train(model, x, y, cells, rc, raco.RacoConfig(**{**base, "clip_split": "joint"}),
+                       torch.Generator().manual_seed(5))
+    assert any(not torch.allclose(joint.params_last[k], res["vmap"].params_last[k]) for k in joint.params_last)
+    free = {s: raco.train(model, x, y, None, None, raco.RacoConfig(**{**base, "clip_split": s, "sigma": 1.0}),
+                          torch.Generator().manual_seed(5)) for s in ("joint", "separate")}
+    for k in free["joint"].params_last:
+        assert torch.equal(free["joint"].params_last[k], free["separate"].params_last[k])
+    with pytest.raises(ValueError, match="clip split"):
+        raco.RacoConfig(steps=1, sampling_rate=0.5, sigma=0, clip_norm=1, clip_split="half")
+
+
 def test_dual_steps_project_and_exponentiate():
     cfg = raco.RacoConfig(steps=1, sampling_rate=0.5, sigma=0, clip_norm=1, lr_dual=0.5, dual_max=1.0)
     lam, v = raco.dual_step(torch.tensor([0.2, 0.9, 0.1]), torch.zeros(3), torch.tensor([-1.0, 1.0, 0.4]), cfg)

@@ -284,6 +284,7 @@ class PrivacyLedger:
     epsilon_counts: float = 0.0  # pure epsilon of the planner's Laplace count of the constraint cells
     epsilon_validation: float = 0.0  # pure epsilon of the held-out rows' Laplace histogram (baseline check)
     histogram_batch: str = "independent"  # "shared": the paper's batch, epsilon not a proven bound
+    clip_split: str = "joint"  # "separate": loss and rate parts clipped to C / 2 each (sensitivity still C)
     laplace_convention: str = LAPLACE_CONVENTION
 
     @property

@@ -89,6 +89,7 @@ class TrainConfig:
     standardize: bool = True
     histogram_batch: str = "independent"
     dual_rates: str = "hard"            # the released histogram (dual step, denominators) counts argmax predictions
+    clip_split: str = "joint"           # clip CE + rate term as a whole to C, or each part to C / 2 ("separate")
     non_private: bool = False
     allow_small_groups: bool = False    # train although a group's noisy count is mostly noise
     validation: float = VALIDATION_FRACTION   # share of rows held out to score the baselines (0: none)
@@ -376,6 +377,7 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
                      0.0 if math.isinf(ve) else ve)
     if rc is not None:
         ledger.histogram_batch = config.histogram_batch
+        ledger.clip_split = config.clip_split
         if config.histogram_batch == "shared" and math.isfinite(ledger.epsilon_spent):
             warn("--histogram-batch shared: the histogram and the gradient read one Poisson batch, "
                  "but the accountant (like the paper's) composes them as separately subsampled; "
@@ -473,7 +475,7 @@ def train(table: Columns, config: TrainConfig, plan_: Plan | None = None, *, see
         laplace_b=math.inf if ledger.laplace_b is None else ledger.laplace_b, lr=p.lr,
         lr_dual=p.lr_dual, dual_update=config.dual_update, dual_momentum=config.dual_momentum,
         dual_max=config.dual_max, temperature=config.temperature, record_every=25 if log else 0,
-        histogram_batch=config.histogram_batch, dual_rates=config.dual_rates,
+        histogram_batch=config.histogram_batch, dual_rates=config.dual_rates, clip_split=config.clip_split,
         tol=NONPRIVATE_TOL if config.non_private and ledger.sampling_rate >= 1 else 0.0)
     generator = torch.Generator()
     generator.manual_seed(seed + generator_offset)

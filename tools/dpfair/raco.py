@@ -6,8 +6,12 @@ Algorithm 1 of Yaghini, Cebere et al. (ICLR 2026).  For t = 0..T-1:
 2. Soft histogram H[q, k] = sum_{x in hbatch, cell(x) = q} softmax(tau * logits(x))_k; release
    H_noisy = H + Laplace(scale 1/b) i.i.d. in *every* cell (L1 sensitivity 1).
 3. Per-example loss CE(x) + B * R(x) with R(x) = sum_k W[cell(x), k] p_k(x) built from lambda and
-   the noisy denominators of H_noisy (post-processing); its gradient (torch.func vmap + grad) is
-   clipped *as a whole* to norm C.
+   the noisy denominators of H_noisy (post-processing); its gradient is clipped *as a whole* to norm
+   C (``clip_split="joint"``, the paper's step), or its two parts separately, the loss part to C/2
+   and the rate part B * grad R(x) to C/2 (``"separate"``). Either way one example moves the sum by
+   at most C, so the Gaussian release keeps sensitivity C and noise sigma * C: the same ledger.
+   Why "separate": where lambda is large the rate part's norm dwarfs the loss part's, and clipping
+   the sum to C scales the loss part away with it.
 4. theta <- theta - lr * (sum of clipped gradients + N(0, sigma^2 C^2 I)) / B.
 5. lambda <- Proj_[0, lambda_max](lambda + lr_dual * (Gamma(H_noisy) - gamma)) (heavy ball with
    momentum mu) or lambda <- clip(lambda * exp(lr_dual * (Gamma(H_noisy) - gamma))) (exponentiated
@@ -39,6 +43,7 @@ from .constraints import RateConstraints, soft_histogram
 
 DUAL_UPDATES = ("heavy-ball", "exponentiated")
 HISTOGRAM_BATCHES = ("independent", "shared")
+CLIP_SPLITS = ("joint", "separate")
 # Lower bound of lambda for exponentiated gradient (multiplicative updates cannot leave 0).
 EG_FLOOR = 1e-6
 
@@ -61,6 +66,7 @@ class RacoConfig:
     histogram_batch: str = "independent"  # histogram from its own Poisson batch, or the gradient's
     per_example: str = "closed-form"      # closed-form batched gradients for Linear/ReLU stacks, or "vmap"
     dual_rates: str = "soft"        # the released histogram counts soft predictions, or "hard" (argmax)
+    clip_split: str = "joint"       # clip CE + B R as a whole to C, or "separate": each part to C / 2
     tol: float = 0.0                # > 0 (noise-free runs only): stop once the mean gradient's norm and the
                                     # dual gradient's clipped move are below it ("converged")
 
@@ -70,6 +76,8 @@ class RacoConfig:
                              f"got {self.histogram_batch!r}")
         if self.dual_rates not in ("soft", "hard"):
             raise ValueError(f"dual rates must be 'soft' or 'hard', got {self.dual_rates!r}")
+        if self.clip_split not in CLIP_SPLITS:
+            raise ValueError(f"clip split must be one of {CLIP_SPLITS}, got {self.clip_split!r}")
         if self.dual_update not in DUAL_UPDATES:
             raise ValueError(f"dual update must be one of {DUAL_UPDATES}, got {self.dual_update!r}")
         if self.sigma < 0 or not (self.clip_norm > 0) or not (self.laplace_b > 0):
@@ -111,15 +119,29 @@ def poisson_batch(n: int, rate: float, generator: torch.Generator, device="cpu")
     return keep.nonzero().squeeze(1)
 
 
-def make_per_example_loss(model: nn.Module, temperature: float, batch_scale: float, with_rates: bool) -> Callable:
-    """loss(params, x (d,), y (), w (K,)) = CE(logits, y) + batch_scale * <w, softmax(tau * logits)>."""
+def make_per_example_loss(model: nn.Module, temperature: float, batch_scale: float, with_rates: bool,
+                          part: str = "both") -> Callable:
+    """loss(params, x (d,), y (), w (K,)) = CE(logits, y) + batch_scale * <w, softmax(tau * logits)>.
+
+    ``part``: "both" (the sum), "loss" (CE only) or "rate" (the batch_scale * <w, .> term only), the
+    two parts that ``clip_split="separate"`` clips on their own."""
     def loss(params, x, y, w):
         logits = functional_call(model, params, (x.unsqueeze(0),)).squeeze(0)
         ce = torch.nn.functional.cross_entropy(logits.unsqueeze(0), y.unsqueeze(0))
-        if not with_rates:
+        if not with_rates or part == "loss":
             return ce
-        return ce + batch_scale * (w * torch.softmax(temperature * logits, dim=-1)).sum()
+        rate = batch_scale * (w * torch.softmax(temperature * logits, dim=-1)).sum()
+        return rate if part == "rate" else ce + rate
     return loss
+
+
+def clip_parts(clip_norm: float, clip_split: str, with_rates: bool) -> list[tuple[str, float]]:
+    """The parts of each example's gradient clipped on their own, with their clip norms: the whole
+    gradient to C, or (``separate``, with rates) the loss part and the rate part to C / 2 each. The
+    triangle inequality bounds one example's clipped sum by C in both cases (the ledger's sensitivity)."""
+    if clip_split == "separate" and with_rates:
+        return [("loss", clip_norm / 2), ("rate", clip_norm / 2)]
+    return [("both", clip_norm)]
 
 
 def clipped_gradient_sum(per_example: dict[str, torch.Tensor], clip_norm: float) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
@@ -156,14 +178,16 @@ def linear_stack(model: nn.Module) -> list[tuple[str, str]] | None:
 
 def clipped_sum_linear(params: dict[str, torch.Tensor], layers: list[tuple[str, str]], x: torch.Tensor,
                        y: torch.Tensor, w: torch.Tensor, temperature: float, batch_scale: float,
-                       with_rates: bool, clip_norm: float) -> dict[str, torch.Tensor]:
+                       with_rates: bool, clip_norm: float, clip_split: str = "joint") -> dict[str, torch.Tensor]:
     """The clipped per-example gradient sum of CE + batch_scale * <w, softmax(tau * logits)> for a
     Linear/ReLU stack, in closed form and batched (no per-example Python, no vmap).
 
     x (b, d), y (b,) int64, w (b, K). Per-example gradients of layer l are outer products
     g_l[i] a_{l-1}[i]^T, so each example's squared norm is sum_l |g_l[i]|^2 (|a_{l-1}[i]|^2 + 1) and the
     clipped sum of layer l is (f * g_l)^T a_{l-1} with f the per-example clip factors: the same
-    numbers as clipping the vmap gradients, without materialising them.
+    numbers as clipping the vmap gradients, without materialising them. With ``clip_split="separate"``
+    the loss part and the rate part (each backpropagated on its own: backpropagation is linear in the
+    logit gradient) get their own factors for C / 2 each (``clip_parts``).
     """
     acts, pre = [x], []
     h = x
@@ -174,28 +198,32 @@ def clipped_sum_linear(params: dict[str, torch.Tensor], layers: list[tuple[str, 
         if j + 1 < len(layers):
             acts.append(h)
     logits = h
-    g = torch.softmax(logits, dim=1)
-    g[torch.arange(len(y)), y] -= 1.0                     # d CE / d logits
+    g_loss = torch.softmax(logits, dim=1)
+    g_loss[torch.arange(len(y)), y] -= 1.0                # d CE / d logits
+    g_rate = None
     if with_rates:
         s = torch.softmax(temperature * logits, dim=1)
-        g = g + batch_scale * temperature * s * (w - (w * s).sum(1, keepdim=True))
-    grads = [None] * len(layers)
-    sq = torch.zeros(len(y), dtype=x.dtype, device=x.device)
-    for j in range(len(layers) - 1, -1, -1):
-        a = acts[j]
-        grads[j] = g
-        sq = sq + (g * g).sum(1) * ((a * a).sum(1) + 1.0)
-        if j > 0:
-            g = (g @ params[layers[j][0]]) * (pre[j - 1] > 0)
-    if math.isinf(clip_norm):
-        factor = torch.ones_like(sq)
-    else:
-        factor = (clip_norm / (torch.sqrt(sq) + 1e-12)).clamp(max=1.0)
-    sums = {}
-    for (wn, bn), a, gl in zip(layers, acts, grads):
-        fg = gl * factor[:, None]
-        sums[wn] = fg.T @ a
-        sums[bn] = fg.sum(0)
+        g_rate = batch_scale * temperature * s * (w - (w * s).sum(1, keepdim=True))
+    logit_grads = {"loss": g_loss, "rate": g_rate, "both": g_loss if g_rate is None else g_loss + g_rate}
+    sums = {name: 0.0 for pair in layers for name in pair}
+    for part, norm in clip_parts(clip_norm, clip_split, with_rates):
+        g = logit_grads[part]
+        grads = [None] * len(layers)
+        sq = torch.zeros(len(y), dtype=x.dtype, device=x.device)
+        for j in range(len(layers) - 1, -1, -1):
+            a = acts[j]
+            grads[j] = g
+            sq = sq + (g * g).sum(1) * ((a * a).sum(1) + 1.0)
+            if j > 0:
+                g = (g @ params[layers[j][0]]) * (pre[j - 1] > 0)
+        if math.isinf(norm):
+            factor = torch.ones_like(sq)
+        else:
+            factor = (norm / (torch.sqrt(sq) + 1e-12)).clamp(max=1.0)
+        for (wn, bn), a, gl in zip(layers, acts, grads):
+            fg = gl * factor[:, None]
+            sums[wn] = sums[wn] + fg.T @ a
+            sums[bn] = sums[bn] + fg.sum(0)
     return sums
 
 
@@ -231,8 +259,10 @@ def train(model: nn.Module, features: torch.Tensor, labels: torch.Tensor, cells:
     dual = torch.full((n_cons,), float(min(init, config.dual_max)), dtype=torch.float64, device=device)
     velocity = torch.zeros_like(dual)
     dual_avg = torch.zeros_like(dual)
-    per_example_loss = make_per_example_loss(model, config.temperature, expected_batch, use_rates)
-    per_example_grad = vmap(grad(per_example_loss), in_dims=(None, 0, 0, 0))
+    parts = clip_parts(config.clip_norm, config.clip_split, use_rates)
+    per_example_grads = [(vmap(grad(make_per_example_loss(model, config.temperature, expected_batch, use_rates,
+                                                          part)), in_dims=(None, 0, 0, 0)), norm)
+                         for part, norm in parts]
     layers = linear_stack(model) if config.per_example == "closed-form" else None
     n_classes = None
     result = TrainResult(params, avg, dual, dual_avg)
@@ -270,10 +300,12 @@ def train(model: nn.Module, features: torch.Tensor, labels: torch.Tensor, cells:
             wb = torch.zeros(len(idx), 1, dtype=features.dtype, device=device)
         if len(idx) > 0 and layers is not None:
             sums = clipped_sum_linear(params, layers, xb, yb, wb, config.temperature, expected_batch, use_rates,
-                                      config.clip_norm)
+                                      config.clip_norm, config.clip_split)
         elif len(idx) > 0:
-            grads = per_example_grad(params, xb, yb, wb)
-            sums, norms = clipped_gradient_sum(grads, config.clip_norm)
+            sums = {k: torch.zeros_like(v) for k, v in params.items()}
+            for per_example_grad, norm in per_example_grads:
+                part_sums, _ = clipped_gradient_sum(per_example_grad(params, xb, yb, wb), norm)
+                sums = {k: sums[k] + part_sums[k] for k in sums}
         else:
             sums = {k: torch.zeros_like(v) for k, v in params.items()}
         if config.sigma > 0:
