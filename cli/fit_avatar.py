@@ -376,8 +376,8 @@ def _baseline_check(run, baseline, frames, tpl, shp, obs, config):
     if out["loses"]:
         run.warn(f"triangulation of the same keypoints beats the avatar on held-out camera {out['camera']} "
                  f"(median {out['avatar_px_median']:.2f} vs {out['triangulation_px_median']:.2f} px, mean "
-                 f"{out['avatar_px_mean']:.2f} vs {out['triangulation_px_mean']:.2f}): prefer "
-                 "`fit-avatar triangulate` points, or refit the avatar (shape) on more keyframes")
+                 f"{out['avatar_px_mean']:.2f} vs {out['triangulation_px_mean']:.2f}): for 3D keypoints prefer "
+                 "`fit-avatar triangulate`; the poses add joint rotations and the mesh, not accuracy")
     return out
 
 
