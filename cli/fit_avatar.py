@@ -305,7 +305,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
 
 
 @verb(group, "track", output="artifact", torch_options=True,
-      advanced=FIT_ADVANCED[3:] + ("window", "overlap", "steps"))
+      advanced=FIT_ADVANCED[3:] + ("window", "overlap", "steps", "baseline_frames"))
 @click.argument("avatar")
 @click.argument("inputs", nargs=-1)
 @_with(calibration_opts)
@@ -315,9 +315,16 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
 @click.option("--window", type=click.IntRange(min=1), default=20, show_default=True, help="Frames per window.")
 @click.option("--overlap", type=click.IntRange(min=0), default=5, show_default=True, help="Frames shared by windows.")
 @output_option("--plot", metavar="PNG", help="Multi-view overlay PNG of the middle frame.")
+@click.option("--baseline", type=click.Choice(["triangulate", "none"]), default="triangulate", show_default=True,
+              help="Floor scored beside the track on a held-out camera (the one with the most confident "
+                   "detections), both fitted without it on --baseline-frames frames, with a warning when "
+                   "the avatar loses; none skips it.")
+@click.option("--baseline-frames", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Frames of the baseline check (its cost: about this many frames of tracking).")
 @_with(fit_opts[4:])
 def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps, window, overlap, plot,
-          masks_dir, silhouettes, gate, silhouette_weight, temporal_weight, lr, temporal_order, outlier_px):
+          baseline, baseline_frames, masks_dir, silhouettes, gate, silhouette_weight, temporal_weight, lr,
+          temporal_order, outlier_px):
     """Per-frame pose with the avatar frozen: avatar + views -> avatar-poses."""
     import time
 
@@ -346,9 +353,32 @@ def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps,
 
         with run.output_file(plot) as tmp:
             overlay(tmp, tpl, shp, result.pose, obs)
+    check = _baseline_check(run, baseline, baseline_frames, tpl, shp, obs, config)
     tensors, meta = poses_to_tensors(result.pose, result.keypoint_error, result.silhouette_error,
                                      result.cameras_used, per_frame, tpl.joint_names, views["fps"])
-    run.write_artifact(tensors, POSES, metadata=meta)
+    run.write_artifact(tensors, POSES, metadata={**meta, **({"avatar.baseline": check} if check else {})})
+
+
+def _baseline_check(run, baseline, frames, tpl, shp, obs, config):
+    """Triangulation beside the avatar on a held-out camera; a warning when the avatar loses."""
+    from cortexkit.tools.avatar.baseline import BaselineConfig, held_out_check
+
+    if baseline == "none":
+        return None
+    out = held_out_check(tpl, shp, obs, config, BaselineConfig(frames=frames), hooks=_hooks(run))
+    if "skipped" in out:
+        run.info(f"baseline check skipped: {out['skipped']}")
+        return out
+    run.info(f"baseline check (camera {out['camera']} held out, frames {out['frames'][0]}-{out['frames'][1] - 1}, "
+             f"{out['detections']} detections, {out['seconds']:.1f} s; --baseline none skips it): held-out 2D "
+             f"error median/mean avatar {out['avatar_px_median']:.2f}/{out['avatar_px_mean']:.2f} px vs "
+             f"triangulate {out['triangulation_px_median']:.2f}/{out['triangulation_px_mean']:.2f} px")
+    if out["loses"]:
+        run.warn(f"triangulation of the same keypoints beats the avatar on held-out camera {out['camera']} "
+                 f"(median {out['avatar_px_median']:.2f} vs {out['triangulation_px_median']:.2f} px, mean "
+                 f"{out['avatar_px_mean']:.2f} vs {out['triangulation_px_mean']:.2f}): for 3D keypoints prefer "
+                 "`fit-avatar triangulate`; the poses add joint rotations and the mesh, not accuracy")
+    return out
 
 
 @verb(group, "export", output=None)

@@ -6,7 +6,8 @@ masks) and tracking. YAML on stdout.
 
     OMP_NUM_THREADS=1 python benchmarks/fit_avatar/hexapod.py --cams 16,12,7,4 > benchmarks/fit_avatar/results_hexapod.yaml
 
-``--set key=value`` overrides a FitConfig field (the study of defaults); ``--frames`` cuts the clip.
+``--set key=value`` overrides a FitConfig field (the study of defaults); ``--frames`` cuts the clip;
+``--baseline`` adds track's held-out camera check (triangulation beside the avatar) to each rig.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def main():
     ap.add_argument("--no-anipose", action="store_true")
     ap.add_argument("--no-masks", action="store_true", help="skip the masked shape fit")
     ap.add_argument("--set", action="append", default=[], help="FitConfig override key=value")
+    ap.add_argument("--baseline", action="store_true", help="also run track's held-out camera check "
+                    "(triangulation beside the avatar, tools/avatar/baseline.py) after each track")
     ap.add_argument("--temporal", default="", help="also track with these temporal weights, WEIGHT[:ORDER] "
                     "comma-separated (order 1 velocity, 2 acceleration)")
     args = ap.parse_args()
@@ -113,6 +116,13 @@ def main():
                 "scale_error": m["scale_error"], "shape_cpu_s": shape_cpu,
                 "shape_wall_s": time.perf_counter() - w0 - track_cpu,
                 "track_cpu_s_per_frame": track_cpu / len(world), "peak_rss_mb_so_far": peak_mb()}
+            if args.baseline:
+                from cortexkit.tools.avatar.baseline import held_out_check
+
+                t1 = time.process_time()
+                check = held_out_check(tpl, shaped.shape, obs, track_config)
+                row[f"avatar_{name}"]["baseline_check"] = {**check, "cpu_s": time.process_time() - t1,
+                                                           "track_cpu_s": track_cpu}
             for item in [x for x in args.temporal.split(",") if x]:
                 w, order = (float(item.split(":")[0]), int(item.split(":")[1])) if ":" in item else (float(item), 1)
                 t1 = time.process_time()
