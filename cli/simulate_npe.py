@@ -162,8 +162,19 @@ def merge(run, files, allow_partial):
 # ---------------------------------------------------------------------------------------------
 # train
 
+def _resolve_baseline(ctx, param, value):
+    """--baseline unset -> npe for mf-npe (plain NPE on the HF data is what a user tries first),
+    none for the rest; --method is declared first, so click has processed it."""
+    if value is not None:
+        return value
+    return "npe" if ctx.params.get("method") == "mf-npe" else "none"
+
 @verb(group, "train", output="artifact", torch_options=True, advanced=ADVANCED_TRAIN)
 @click.option("--method", type=click.Choice(METHODS), required=True, help="Inference method.")
+@click.option("--baseline", type=click.Choice(["npe", "none"]), default=None, callback=_resolve_baseline,
+              help="First-try baseline fitted beside the method on the same HF simulations and validation split; "
+                   "both held-out losses are printed and a warning says when the method loses "
+                   "[default: npe for mf-npe, none for the others].")
 @click.option("--hf", "hf_path", metavar="FILE", help="High-fidelity simulations (amortized methods).")
 @click.option("--lf", "lf_path", metavar="FILE", help="Low-fidelity simulations to pretrain on (mf-* methods).")
 @click.option("--pretrained", metavar="POSTERIOR", help="Reuse an LF-pretrained npe-posterior instead of --lf: what "
@@ -211,7 +222,7 @@ def merge(run, files, allow_partial):
 @click.option("--embedding", type=click.Choice(["identity", "mlp"]), default="identity", show_default=True,
               help="Net applied to standardised x before the flow (mlp: x_dim-50-out, trained with it).")
 @click.option("--embedding-dim", type=Size(min=0, bytes=lambda e, p: 4.0 * e * e, what='units'), default=0, help="Output size of the mlp embedding [x_dim].")
-def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator, simulator_cmd, timeout, workers,
+def train(run, method, baseline, hf_path, lf_path, pretrained, prior_path, task, simulator, simulator_cmd, timeout, workers,
           partial, x_o_path, observation, hf_budget, rounds, quantile, truncation_samples, ensemble, active_fraction,
           candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, clip, max_epochs, log_path, x_stats,
           theta_map, transforms, bins, hidden, depth, embedding, embedding_dim):
@@ -224,7 +235,8 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
         ensemble=ensemble, active_fraction=active_fraction, candidates=candidates, lr=lr, lr_pretrain=lr_pretrain,
         batch_size=batch_size, validation_fraction=validation_fraction, patience=patience, clip=clip,
         max_epochs=max_epochs, x_stats=x_stats, transforms=transforms, bins=bins, hidden=hidden, depth=depth,
-        embedding=embedding, embedding_dim=embedding_dim, theta_map=theta_map, timeout=timeout, workers=workers, seed=run.seed or 0)
+        embedding=embedding, embedding_dim=embedding_dim, theta_map=theta_map, timeout=timeout, workers=workers,
+        baseline=baseline, seed=run.seed or 0)
     inputs = npe.load_train_inputs(
         config, run.read_artifact, hf=hf_path, lf=lf_path, pretrained=pretrained,
         prior=npe_io.read_prior(prior_path, task), task=task, simulator=simulator, simulator_cmd=simulator_cmd,

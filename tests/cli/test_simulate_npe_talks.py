@@ -45,7 +45,7 @@ def test_train_says_each_epoch_under_v_why_each_stage_stopped_and_logs_the_curve
     assert p.returncode == 0, p.stderr
     log = yaml.safe_load((tmp_path / "log.yaml").read_text())
     stops = _stopped(tmp_path / "post.st")
-    assert [s["stage"] for s in log["stages"]] == ["pretraining", "fine-tuning"] == [s["stage"] for s in stops]
+    assert [s["stage"] for s in log["stages"]] == ["pretraining", "fine-tuning", "baseline"] == [s["stage"] for s in stops]
     for stage, stop in zip(log["stages"], stops):
         ran = stage["ran"]
         assert stop["ran"] == ran and stop["planned"] == 400 and stop["unit"] == "epochs"

@@ -57,13 +57,16 @@ def check_pair(theta: torch.Tensor, x: torch.Tensor, prior: Prior, what: str) ->
 
 # ------------------------------------------------------------------------------------------ amortized
 def fit_npe(prior: Prior, theta: torch.Tensor, x: torch.Tensor, flow_cfg: FlowConfig = FlowConfig(),
-            train_cfg: TrainConfig | None = None, seed: int = 0, on_epoch=None) -> tuple[PosteriorEstimator, TrainHistory]:
-    """Plain NPE on one data set: theta (n, d), x (n, x_dim). Returns the trained estimator."""
+            train_cfg: TrainConfig | None = None, seed: int = 0, on_epoch=None,
+            split: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[PosteriorEstimator, TrainHistory]:
+    """Plain NPE on one data set: theta (n, d), x (n, x_dim). Returns the trained estimator.
+    ``split``: (train rows, validation rows) instead of a random split (see ``training.train``);
+    the x-standardiser is fitted on all of x either way, as fine-tuning refits it."""
     train_cfg = train_cfg or TrainConfig(lr=LR_FINETUNE)
     torch.manual_seed(seed)
     model = PosteriorEstimator(prior, x.shape[1], flow_cfg)
     model.standardizer.fit(x)
-    hist = train(model, theta, x, train_cfg, _generator(seed), on_epoch)
+    hist = train(model, theta, x, train_cfg, _generator(seed), on_epoch, split)
     return model, hist
 
 
@@ -92,6 +95,13 @@ def fit_mf_npe(prior: Prior, theta_lf, x_lf, theta_hf, x_hf, flow_cfg: FlowConfi
         pretrained, hists["pretrain"] = fit_npe(prior, theta_lf, x_lf, flow_cfg, _with_lr(base_cfg, lr_pretrain), seed, on_epoch)
     model, hists["finetune"] = fine_tune(pretrained, theta_hf, x_hf, _with_lr(base_cfg, lr_finetune), seed, refit_x_stats, on_epoch)
     return model, hists, pretrained
+
+
+@torch.no_grad()
+def held_out_loss(model, theta: torch.Tensor, x: torch.Tensor) -> float:
+    """Mean -log q(theta | x) over held-out pairs theta (n, d), x (n, x_dim): the normalised density
+    (renormalised for leaked mass under the z-score map), so two fits compare fairly."""
+    return float(-model.log_prob(theta, x).double().mean())
 
 
 def _with_lr(cfg: TrainConfig, lr: float) -> TrainConfig:

@@ -40,6 +40,8 @@ class TrainHistory:
     n_val: int = 0
     max_epochs: int = 0
     stop_reason: str = ""  # patience | step-cap
+    # (train rows, validation rows) of the data given: another fit can be scored on the same split
+    split: tuple[torch.Tensor, torch.Tensor] | None = field(default=None, repr=False)
 
     def summary(self) -> dict:
         return {"epochs": self.epochs, "best_epoch": self.best_epoch, "best_val_loss": float(self.best_val_loss),
@@ -120,12 +122,17 @@ def _mode_matters(model) -> bool:
 
 
 def train(model, theta: torch.Tensor, x: torch.Tensor, cfg: TrainConfig,
-          generator: torch.Generator | None = None, on_epoch=None) -> TrainHistory:
+          generator: torch.Generator | None = None, on_epoch=None,
+          split: tuple[torch.Tensor, torch.Tensor] | None = None) -> TrainHistory:
     """Fit ``model`` (anything with ``log_prob(theta, x)``) in place; returns the history.
 
-    theta (n, d), x (n, x_dim). ``on_epoch(EpochRecord)`` is called after each epoch.
+    theta (n, d), x (n, x_dim). ``on_epoch(EpochRecord)`` is called after each epoch. ``split``:
+    (train rows, validation rows) to use instead of a random split drawn from ``generator`` (a
+    baseline scored on another fit's validation rows, ``TrainHistory.split``).
     """
-    train_idx, val_idx = split_indices(theta.shape[0], cfg.validation_fraction, generator)
+    if split is None:
+        split = split_indices(theta.shape[0], cfg.validation_fraction, generator)
+    train_idx, val_idx = split
     theta_tr, x_tr = theta[train_idx], x[train_idx]
     theta_val, x_val = theta[val_idx], x[val_idx]
     n_train = theta_tr.shape[0]
@@ -136,7 +143,8 @@ def train(model, theta: torch.Tensor, x: torch.Tensor, cfg: TrainConfig,
     log_prob = getattr(model, "flow_log_prob", model.log_prob)
     optimizer = Adam(model.parameters(), lr=cfg.lr)
     params = optimizer.params
-    hist = TrainHistory(n_train=n_train, n_val=theta_val.shape[0], max_epochs=cfg.max_epochs)
+    hist = TrainHistory(n_train=n_train, n_val=theta_val.shape[0], max_epochs=cfg.max_epochs,
+                        split=(train_idx, val_idx))
     # the best weights so far, copied into buffers made once (the live tensors are updated in place)
     live = list(model.state_dict(keep_vars=True).values())
     with torch.no_grad():
