@@ -202,8 +202,8 @@ def _resolve_baseline(ctx, param, value):
 @click.option("--batch-size", type=click.IntRange(min=1), default=200, show_default=True, help="Minibatch size, capped at the training-set size.")
 @click.option("--validation-fraction", type=Float(0, 1, min_open=True, max_open=True), default=0.1, show_default=True,
               help="Held out for early stopping.")
-@click.option("--patience", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Epochs without validation improvement before stopping.")
+@click.option("--patience", type=click.IntRange(min=1), default=60, show_default=True,
+              help="Epochs without validation improvement before stopping (the paper's and sbi's: 20).")
 @click.option("--clip", type=POSITIVE, default=5.0, show_default=True, help="Gradient norm clip.")
 @click.option("--max-epochs", type=Size(min=1, seconds=1e-4, what='epochs'), default=5000, show_default=True,
               help="Cap on epochs per fit (a safety net: patience ends every measured run long before).")

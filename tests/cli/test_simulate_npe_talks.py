@@ -94,7 +94,7 @@ def test_train_shows_a_progress_bar_with_best_loss_and_patience_on_a_terminal(co
     bars = [part for part in text.replace("\n", "\r").split("\r") if part.startswith("training: epoch")]
     shown = [b for b in bars if "best val" in b]
     assert sorted({b.split(",")[0] for b in shown}) == [f"training: epoch {k}" for k in range(1, 6)], bars
-    assert all(len(b.rstrip()) <= 80 and "patience 20 left" in b for b in shown), bars
+    assert all(len(b.rstrip()) <= 80 and "patience 60 left" in b for b in shown), bars
     last = {b.split(",")[0]: b for b in shown}["training: epoch 5"]
     assert f"best val {stop['best_validation_loss']:.4f} (epoch {stop['best_epoch']})" in last
 

@@ -19,7 +19,7 @@ class TrainConfig:
     lr: float = 5e-4
     batch_size: int = 200
     validation_fraction: float = 0.1
-    patience: int = 20
+    patience: int = 60  # the paper's and sbi's 20 stops SIR at 50 HF simulations before it learns (RESULTS.md)
     clip: float = 5.0
     max_epochs: int = 5000
 
