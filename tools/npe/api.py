@@ -476,6 +476,7 @@ class MethodConfig:
     flow: FlowConfig = field(default_factory=FlowConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     lr_pretrain: float = 1e-4
+    patience_pretrain: int = 20  # LF pretraining (methods.PATIENCE_PRETRAIN); HF fits: train.patience
     x_stats: str = "auto"  # auto | refit | keep
     hf_budget: int | None = None
     rounds: int = 5
@@ -634,8 +635,9 @@ def train(config: MethodConfig, inputs: TrainInputs, log=SILENT) -> TrainResult:
     if config.multifidelity and pre is None:
         theta_lf, x_lf = inputs.lf
         log.info(f"pretraining on {theta_lf.shape[0]} LF simulations (lr {config.lr_pretrain:g})")
-        mon = StageMonitor(log, "pretraining", base, stages)
-        pre, h = M.fit_npe(prior, theta_lf, x_lf, flow_cfg, M._with_lr(base, config.lr_pretrain), seed, mon)
+        pre_cfg = M.pretrain_config(base, config.lr_pretrain, config.patience_pretrain)
+        mon = StageMonitor(log, "pretraining", pre_cfg, stages)
+        pre, h = M.fit_npe(prior, theta_lf, x_lf, flow_cfg, pre_cfg, seed, mon)
         mon.close(h)
         history["pretrain"] = h.summary()
     if method == "npe":
