@@ -68,7 +68,7 @@ def _keep_partial(run, partial, failure, stop=None):
 # run-steering details
 ADVANCED_SIMULATE = ("quantile", "truncation_samples", "chunk_size", "partial", "resume_path")
 ADVANCED_TRAIN = ("timeout", "workers", "partial", "quantile", "truncation_samples", "ensemble", "active_fraction",
-                  "candidates", "lr_pretrain", "batch_size", "validation_fraction", "patience", "clip", "max_epochs",
+                  "candidates", "lr_pretrain", "patience_pretrain", "batch_size", "validation_fraction", "patience", "clip", "max_epochs",
                   "x_stats", "transforms", "bins", "hidden", "depth", "embedding", "embedding_dim", "theta_map")
 
 
@@ -162,12 +162,23 @@ def merge(run, files, allow_partial):
 # ---------------------------------------------------------------------------------------------
 # train
 
+def _resolve_baseline(ctx, param, value):
+    """--baseline unset -> npe for mf-npe (plain NPE on the HF data is what a user tries first),
+    none for the rest; --method is declared first, so click has processed it."""
+    if value is not None:
+        return value
+    return "npe" if ctx.params.get("method") == "mf-npe" else "none"
+
 @verb(group, "train", output="artifact", torch_options=True, advanced=ADVANCED_TRAIN)
 @click.option("--method", type=click.Choice(METHODS), required=True, help="Inference method.")
+@click.option("--baseline", type=click.Choice(["npe", "none"]), default=None, callback=_resolve_baseline,
+              help="First-try baseline fitted beside the method on the same HF simulations and validation split; "
+                   "both held-out losses are printed and a warning says when the method loses "
+                   "[default: npe for mf-npe, none for the others].")
 @click.option("--hf", "hf_path", metavar="FILE", help="High-fidelity simulations (amortized methods).")
 @click.option("--lf", "lf_path", metavar="FILE", help="Low-fidelity simulations to pretrain on (mf-* methods).")
 @click.option("--pretrained", metavar="POSTERIOR", help="Reuse an LF-pretrained npe-posterior instead of --lf: what "
-              "'train --method npe --hf LF --lr 1e-4' writes.")
+              "'train --method npe --hf LF --lr 1e-4 --patience 20' writes.")
 @click.option("--prior", "prior_path", metavar="YAML", help="Prior spec (default: the task's, or the one in --hf/--lf).")
 @click.option("--task", help="Built-in task: its prior, and its HF simulator for sequential methods.")
 @click.option("--simulator", metavar="MODULE:FUNCTION", help="HF simulator for sequential methods.")
@@ -191,8 +202,10 @@ def merge(run, files, allow_partial):
 @click.option("--batch-size", type=click.IntRange(min=1), default=200, show_default=True, help="Minibatch size, capped at the training-set size.")
 @click.option("--validation-fraction", type=Float(0, 1, min_open=True, max_open=True), default=0.1, show_default=True,
               help="Held out for early stopping.")
-@click.option("--patience", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Epochs without validation improvement before stopping.")
+@click.option("--patience", type=click.IntRange(min=1), default=60, show_default=True,
+              help="Epochs without validation improvement before an HF fit stops (the paper's and sbi's: 20).")
+@click.option("--patience-pretrain", type=click.IntRange(min=1), default=20, show_default=True,
+              help="The same for LF pretraining (longer pretraining fits the LF simulator's bias).")
 @click.option("--clip", type=POSITIVE, default=5.0, show_default=True, help="Gradient norm clip.")
 @click.option("--max-epochs", type=Size(min=1, seconds=1e-4, what='epochs'), default=5000, show_default=True,
               help="Cap on epochs per fit (a safety net: patience ends every measured run long before).")
@@ -211,9 +224,9 @@ def merge(run, files, allow_partial):
 @click.option("--embedding", type=click.Choice(["identity", "mlp"]), default="identity", show_default=True,
               help="Net applied to standardised x before the flow (mlp: x_dim-50-out, trained with it).")
 @click.option("--embedding-dim", type=Size(min=0, bytes=lambda e, p: 4.0 * e * e, what='units'), default=0, help="Output size of the mlp embedding [x_dim].")
-def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator, simulator_cmd, timeout, workers,
+def train(run, method, baseline, hf_path, lf_path, pretrained, prior_path, task, simulator, simulator_cmd, timeout, workers,
           partial, x_o_path, observation, hf_budget, rounds, quantile, truncation_samples, ensemble, active_fraction,
-          candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, clip, max_epochs, log_path, x_stats,
+          candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, patience_pretrain, clip, max_epochs, log_path, x_stats,
           theta_map, transforms, bins, hidden, depth, embedding, embedding_dim):
     """Train a posterior estimator (npe, mf-npe, tsnpe, mf-tsnpe, a-mf-tsnpe) -> npe-posterior."""
     from cortexkit.tools import npe
@@ -222,9 +235,11 @@ def train(run, method, hf_path, lf_path, pretrained, prior_path, task, simulator
     config = npe.MethodConfig.from_options(
         method=method, hf_budget=hf_budget, rounds=rounds, quantile=quantile, truncation_samples=truncation_samples,
         ensemble=ensemble, active_fraction=active_fraction, candidates=candidates, lr=lr, lr_pretrain=lr_pretrain,
-        batch_size=batch_size, validation_fraction=validation_fraction, patience=patience, clip=clip,
+        batch_size=batch_size, validation_fraction=validation_fraction, patience=patience,
+        patience_pretrain=patience_pretrain, clip=clip,
         max_epochs=max_epochs, x_stats=x_stats, transforms=transforms, bins=bins, hidden=hidden, depth=depth,
-        embedding=embedding, embedding_dim=embedding_dim, theta_map=theta_map, timeout=timeout, workers=workers, seed=run.seed or 0)
+        embedding=embedding, embedding_dim=embedding_dim, theta_map=theta_map, timeout=timeout, workers=workers,
+        baseline=baseline, seed=run.seed or 0)
     inputs = npe.load_train_inputs(
         config, run.read_artifact, hf=hf_path, lf=lf_path, pretrained=pretrained,
         prior=npe_io.read_prior(prior_path, task), task=task, simulator=simulator, simulator_cmd=simulator_cmd,

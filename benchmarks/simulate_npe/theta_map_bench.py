@@ -86,6 +86,7 @@ def run(args):
     torch.set_num_threads(1)
     base = TrainConfig(lr=args.lr, batch_size=args.batch_size, validation_fraction=args.validation_fraction,
                        patience=args.patience)
+    pre_cfg = M.pretrain_config(base, 1e-4, args.patience_pretrain or args.patience)
     for name in args.tasks:
         task = get_task(name)
         ref = reference(name)
@@ -102,7 +103,7 @@ def run(args):
             if lf is not None:
                 for tmap in args.maps:
                     t0 = time.process_time()
-                    pre[tmap], h = M.fit_npe(task.prior, *lf, FlowConfig(theta_map=tmap), M._with_lr(base, 1e-4), seed)
+                    pre[tmap], h = M.fit_npe(task.prior, *lf, FlowConfig(theta_map=tmap), pre_cfg, seed)
                     emit(args.out, {"task": name, "phase": "pretrain", "tool": f"cortexkit-{tmap}", "seed": seed,
                                     "n_lf": args.n_lf, "cpu_s": time.process_time() - t0, "epochs": h.epochs})
                 from sbi.inference import NPE
@@ -111,7 +112,7 @@ def run(args):
                 torch.manual_seed(seed)
                 sbi_lf = NPE(prior=sbi_prior(name), density_estimator=sbi_estimator("zuko_nsf", sbi_prior(name)),
                              show_progress_bars=False)
-                _, t, ep = sbi_train(sbi_lf, *lf, M._with_lr(base, 1e-4))
+                _, t, ep = sbi_train(sbi_lf, *lf, pre_cfg)
                 emit(args.out, {"task": name, "phase": "pretrain", "tool": "sbi-zuko_nsf", "seed": seed,
                                 "n_lf": args.n_lf, "cpu_s": t, "epochs": ep})
             for n in args.n_sim:
@@ -192,6 +193,7 @@ def main():
     ap.add_argument("--batch-size", type=int, default=200)
     ap.add_argument("--validation-fraction", type=float, default=0.1)
     ap.add_argument("--patience", type=int, default=20)
+    ap.add_argument("--patience-pretrain", type=int, default=None, help="LF pretraining's [--patience]")
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--classifiers", nargs="+", default=["rf", "mlp"])
     ap.add_argument("--out", default="theta_map_bench.jsonl")

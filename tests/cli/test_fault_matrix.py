@@ -71,7 +71,7 @@ OPTION_VALUES = ("0", "-1", "nan", "inf", ABSURD)
 # capped at the data's rows, NFEs and counts checked against the model's n, cameras or frames
 # against the views. 10^12 is checked against the data when it is read.
 NOT_A_SIZE = {"--observation", "--split-seed", "--n", "--max-windows", "--min-ratings", "--n-items",
-              "--max-samples", "--max-pairs", "--frames", "--n-keyframes", "--patience",
+              "--max-samples", "--max-pairs", "--frames", "--n-keyframes", "--patience", "--patience-pretrain",
               "--draws", "--cameras", "--window", "--overlap", "--baseline-frames", "--nfe", "--val-nfe",
               "--batch-size", "--max-levels", "--head", "--limit"}
 ALARM_S = 60

@@ -339,14 +339,15 @@ def test_evaluate_plots_pairs_and_sbc_ranks(cli, one_line_error, work):
 
 
 def test_pretrained_is_what_npe_at_the_pretraining_rate_writes(cli, work):
-    """--pretrained's documented input: train --method npe --hf LF --lr 1e-4 gives the very flow
+    """--pretrained's documented input: train --method npe --hf LF --lr 1e-4 --patience 20 gives the very flow
     mf-npe --lf LF pretrains, so the fine-tuned weights are identical either way."""
     assert cli(TOOL, "simulate", "--task", "ou", "--fidelity", "lf", "-n", "200", "--seed", "1", "-o", work / "lf.st").returncode == 0
     assert cli(TOOL, "simulate", "--task", "ou", "-n", "40", "--seed", "2", "-o", work / "hf.st").returncode == 0
     seed = ["--seed", "4", *TINY]
     assert cli(TOOL, "train", "--method", "mf-npe", "--lf", work / "lf.st", "--hf", work / "hf.st", *seed,
                "-o", work / "direct.st").returncode == 0
-    pre = cli(TOOL, "train", "--method", "npe", "--hf", work / "lf.st", "--lr", "1e-4", *seed, "-o", work / "pre.st")
+    pre = cli(TOOL, "train", "--method", "npe", "--hf", work / "lf.st", "--lr", "1e-4", "--patience", "20", *seed,
+              "-o", work / "pre.st")
     assert pre.returncode == 0, pre.stderr
     p = cli(TOOL, "train", "--method", "mf-npe", "--pretrained", work / "pre.st", "--hf", work / "hf.st", *seed,
             "-o", work / "reused.st")

@@ -45,7 +45,7 @@ def test_train_says_each_epoch_under_v_why_each_stage_stopped_and_logs_the_curve
     assert p.returncode == 0, p.stderr
     log = yaml.safe_load((tmp_path / "log.yaml").read_text())
     stops = _stopped(tmp_path / "post.st")
-    assert [s["stage"] for s in log["stages"]] == ["pretraining", "fine-tuning"] == [s["stage"] for s in stops]
+    assert [s["stage"] for s in log["stages"]] == ["pretraining", "fine-tuning", "baseline"] == [s["stage"] for s in stops]
     for stage, stop in zip(log["stages"], stops):
         ran = stage["ran"]
         assert stop["ran"] == ran and stop["planned"] == 400 and stop["unit"] == "epochs"
@@ -94,7 +94,7 @@ def test_train_shows_a_progress_bar_with_best_loss_and_patience_on_a_terminal(co
     bars = [part for part in text.replace("\n", "\r").split("\r") if part.startswith("training: epoch")]
     shown = [b for b in bars if "best val" in b]
     assert sorted({b.split(",")[0] for b in shown}) == [f"training: epoch {k}" for k in range(1, 6)], bars
-    assert all(len(b.rstrip()) <= 80 and "patience 20 left" in b for b in shown), bars
+    assert all(len(b.rstrip()) <= 80 and "patience 60 left" in b for b in shown), bars
     last = {b.split(",")[0]: b for b in shown}["training: epoch 5"]
     assert f"best val {stop['best_validation_loss']:.4f} (epoch {stop['best_epoch']})" in last
 

@@ -8,6 +8,7 @@ from cortexkit.tools.npe import methods as M
 from cortexkit.tools.npe.estimator import EnsemblePosterior, FlowConfig, PosteriorEstimator
 from cortexkit.tools.npe.priors import Prior
 from cortexkit.tools.npe.tasks import get_task
+from cortexkit.tools.npe import training
 from cortexkit.tools.npe.training import TrainConfig, split_indices, train
 
 TINY = FlowConfig(transforms=1, bins=4, hidden=16, depth=2)
@@ -56,13 +57,13 @@ def test_npe_recovers_a_conjugate_gaussian_posterior():
 
 def test_mf_npe_transfers_every_weight_and_uses_the_paper_learning_rates(monkeypatch):
     lrs = []
-    real_adam = torch.optim.Adam
+    real_adam = training.Adam
 
     def spy(params, lr):
         lrs.append(lr)
         return real_adam(params, lr=lr)
 
-    monkeypatch.setattr(torch.optim, "Adam", spy)
+    monkeypatch.setattr(training, "Adam", spy)
     th_lf, x_lf = gaussian_data(200, 4)
     th_hf, x_hf = gaussian_data(40, 5, noise=0.3)
     x_hf = x_hf + 3.0  # an HF x-space with another offset: the standardiser must be re-fitted
@@ -78,6 +79,23 @@ def test_mf_npe_transfers_every_weight_and_uses_the_paper_learning_rates(monkeyp
     # keeping the LF statistics (MF-TSNPE's behaviour) leaves them untouched
     kept, _ = M.fine_tune(pre, th_hf, x_hf, cfg, refit_x_stats=False)
     assert torch.equal(kept.standardizer.mean, pre.standardizer.mean)
+
+
+def test_adam_steps_like_torch_optim_adam_to_the_bit():
+    # training.Adam stands in for torch.optim.Adam (whose first construction imports torch._dynamo):
+    # seeded fits must keep their weights, so every step has to match it exactly
+    torch.manual_seed(0)
+    ours = [torch.randn(7, 5, requires_grad=True), torch.randn(3, requires_grad=True)]
+    theirs = [p.detach().clone().requires_grad_(True) for p in ours]
+    opt_ours, opt_theirs = training.Adam(ours, lr=5e-4), torch.optim.Adam(theirs, lr=5e-4)
+    for step in range(25):
+        grads = [torch.randn_like(p) * 10 ** (step % 4 - 2) for p in ours]
+        for params, opt in ((ours, opt_ours), (theirs, opt_theirs)):
+            opt.zero_grad()
+            for p, g in zip(params, grads):
+                p.grad = g.clone()
+            opt.step()
+        assert all(torch.equal(a, b) for a, b in zip(ours, theirs)), step
 
 
 def test_mf_npe_rejects_different_x_spaces():

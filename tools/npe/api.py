@@ -28,6 +28,7 @@ from .training import TrainConfig
 METHODS = ("npe", "mf-npe", "tsnpe", "mf-tsnpe", "a-mf-tsnpe")
 SEQUENTIAL = ("tsnpe", "mf-tsnpe", "a-mf-tsnpe")
 METRICS = ("rf-c2st", "mlp-c2st", "mmd")
+BASELINES = ("npe", "none")
 
 
 class _Silent:
@@ -475,6 +476,7 @@ class MethodConfig:
     flow: FlowConfig = field(default_factory=FlowConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     lr_pretrain: float = 1e-4
+    patience_pretrain: int = 20  # LF pretraining (methods.PATIENCE_PRETRAIN); HF fits: train.patience
     x_stats: str = "auto"  # auto | refit | keep
     hf_budget: int | None = None
     rounds: int = 5
@@ -486,6 +488,7 @@ class MethodConfig:
     timeout: float | None = None
     workers: int = 1
     seed: int = 0
+    baseline: str | None = None  # npe | none; None: npe for mf-npe, else none (see resolved_baseline)
 
     @classmethod
     def from_options(cls, **options) -> "MethodConfig":
@@ -511,6 +514,20 @@ class MethodConfig:
         if self.active_fraction is not None:
             return self.active_fraction
         return 0.2 if self.method == "a-mf-tsnpe" else 0.0
+
+    @property
+    def resolved_baseline(self) -> str:
+        """The first-try baseline fitted beside the method: plain NPE on the HF simulations for
+        mf-npe (what a user tries before bringing in an LF simulator); none where there is nothing
+        simpler (npe) or no HF set to fit it on (the sequential methods)."""
+        if self.baseline is None:
+            return "npe" if self.method == "mf-npe" else "none"
+        if self.baseline not in BASELINES:
+            raise CortexError(f"--baseline {self.baseline}: use one of {', '.join(BASELINES)}")
+        if self.baseline == "npe" and self.method != "mf-npe":
+            raise CortexError(f"--baseline npe is for --method mf-npe (the plain HF-only NPE beside it); "
+                              f"--method {self.method} takes --baseline none")
+        return self.baseline
 
     @property
     def refit_x_stats(self) -> bool:
@@ -539,6 +556,7 @@ def load_train_inputs(config: MethodConfig, read, *, hf: str | None = None, lf: 
     from . import methods as M
 
     method = config.method
+    config.resolved_baseline  # an impossible --baseline fails before anything is read
     pre = None
     if pretrained:
         pre = npe_io.posterior_from_artifact(read(pretrained, npe_io.POSTERIOR_KIND, max_version=1)).members[0]
@@ -613,12 +631,13 @@ def train(config: MethodConfig, inputs: TrainInputs, log=SILENT) -> TrainResult:
     prior, pre = inputs.prior, inputs.pretrained
     stages = []  # one entry per fit: the --log curve
 
-    history, extra_tensors = {}, {}
+    history, extra_tensors, baseline = {}, {}, None
     if config.multifidelity and pre is None:
         theta_lf, x_lf = inputs.lf
         log.info(f"pretraining on {theta_lf.shape[0]} LF simulations (lr {config.lr_pretrain:g})")
-        mon = StageMonitor(log, "pretraining", base, stages)
-        pre, h = M.fit_npe(prior, theta_lf, x_lf, flow_cfg, M._with_lr(base, config.lr_pretrain), seed, mon)
+        pre_cfg = M.pretrain_config(base, config.lr_pretrain, config.patience_pretrain)
+        mon = StageMonitor(log, "pretraining", pre_cfg, stages)
+        pre, h = M.fit_npe(prior, theta_lf, x_lf, flow_cfg, pre_cfg, seed, mon)
         mon.close(h)
         history["pretrain"] = h.summary()
     if method == "npe":
@@ -635,6 +654,9 @@ def train(config: MethodConfig, inputs: TrainInputs, log=SILENT) -> TrainResult:
         mon.close(h)
         history["finetune"] = h.summary()
         posterior = EnsemblePosterior([model])
+        if config.resolved_baseline == "npe":
+            baseline = _baseline_npe(config, inputs, model, h.split, stages, log)
+            history["baseline"] = baseline.pop("history")
     else:
         posterior, records = _train_sequential(config, inputs, pre if config.multifidelity else None, stages, log)
         history["rounds"] = [{"n": int(r.theta.shape[0]), "acquired": int(r.acquired.sum()), "invalid": r.n_invalid,
@@ -651,9 +673,34 @@ def train(config: MethodConfig, inputs: TrainInputs, log=SILENT) -> TrainResult:
         }
     tensors = {**posterior_tensors(posterior), **extra_tensors}
     meta = {**posterior_metadata(posterior), "npe.method": method, "npe.history": history,
+            **({"npe.baseline": baseline} if baseline else {}),
             # why each fit stopped, the same from Python as from the command line
             "cortexkit.stopped": [{k: v for k, v in st.items() if k not in _CURVE_KEYS} for st in stages]}
     return TrainResult(posterior, tensors, meta, stages)
+
+
+def _baseline_npe(config: MethodConfig, inputs: TrainInputs, model, split, stages, log) -> dict:
+    """Fit plain NPE on the HF simulations alone (the same options and seed, the fine-tuning's
+    train/validation split), score both fits on the held-out HF rows, say both on one line and
+    warn when MF-NPE loses. Returns the record stored as npe.baseline (with ``history``, the
+    baseline fit's summary, for npe.history)."""
+    from . import methods as M
+
+    theta, x = inputs.hf
+    val = split[1]
+    log.info(f"baseline: NPE on the same {theta.shape[0]} HF simulations, no LF (--baseline none skips it)")
+    mon = StageMonitor(log, "baseline", config.train, stages)
+    base_model, h = M.fit_npe(inputs.prior, theta, x, config.flow, config.train, config.seed, mon, split=split)
+    mon.close(h)
+    ours, theirs = M.held_out_loss(model, theta[val], x[val]), M.held_out_loss(base_model, theta[val], x[val])
+    log.info(f"validation ({val.numel()} held-out HF simulations), -log q(theta | x): "
+             f"MF-NPE {ours:.4f} vs NPE on HF only {theirs:.4f}")
+    if ours > theirs:
+        log.warn(f"NPE on the HF simulations alone beats MF-NPE on the held-out HF simulations "
+                 f"({theirs:.4f} vs {ours:.4f} nats): the LF pretraining hurts here; check the LF simulator "
+                 "against the HF one, or train --method npe")
+    return {"baseline": "npe", "validation_simulations": int(val.numel()), "method_val_loss": round(ours, 6),
+            "baseline_val_loss": round(theirs, 6), "history": h.summary()}
 
 
 _CURVE_KEYS = ("n_train", "n_validation", "train_loss", "val_loss")
