@@ -317,7 +317,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
 @output_option("--plot", metavar="PNG", help="Multi-view overlay PNG of the middle frame.")
 @click.option("--baseline", type=click.Choice(["triangulate", "none"]), default="triangulate", show_default=True,
               help="Floor scored beside the track on a held-out camera (the one with the most confident "
-                   "detections), both fitted without it on --baseline-frames frames, with a warning when "
+                   "detections), both fitted without it on a block of frames, with a warning when "
                    "the avatar loses; none skips it.")
 @click.option("--baseline-frames", type=click.IntRange(min=1), default=20, show_default=True,
               help="Frames of the baseline check (its cost: about this many frames of tracking).")

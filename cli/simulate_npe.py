@@ -178,7 +178,7 @@ def _resolve_baseline(ctx, param, value):
 @click.option("--hf", "hf_path", metavar="FILE", help="High-fidelity simulations (amortized methods).")
 @click.option("--lf", "lf_path", metavar="FILE", help="Low-fidelity simulations to pretrain on (mf-* methods).")
 @click.option("--pretrained", metavar="POSTERIOR", help="Reuse an LF-pretrained npe-posterior instead of --lf: what "
-              "'train --method npe --hf LF --lr 1e-4 --patience 20' writes.")
+              "'train --method npe --hf LF --lr 1e-4 --patience=20' writes.")
 @click.option("--prior", "prior_path", metavar="YAML", help="Prior spec (default: the task's, or the one in --hf/--lf).")
 @click.option("--task", help="Built-in task: its prior, and its HF simulator for sequential methods.")
 @click.option("--simulator", metavar="MODULE:FUNCTION", help="HF simulator for sequential methods.")
