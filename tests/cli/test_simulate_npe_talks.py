@@ -40,7 +40,7 @@ def test_train_says_each_epoch_under_v_why_each_stage_stopped_and_logs_the_curve
         assert cli(TOOL, "simulate", "--task", "ou", "--fidelity", fid, "-n", n, "--seed", seed,
                    "-o", tmp_path / f"{fid}.st").returncode == 0
     p = cli(TOOL, "train", "--method", "mf-npe", "--lf", tmp_path / "lf.st", "--hf", tmp_path / "hf.st", *TINY,
-            "--lr-pretrain", "5e-3", "--patience", "3", "--max-epochs", "400", "--seed", "1", "-v",
+            "--lr-pretrain", "5e-3", "--patience", "3", "--patience-pretrain", "3", "--max-epochs", "400", "--seed", "1", "-v",
             "--log", tmp_path / "log.yaml", "-o", tmp_path / "post.st")
     assert p.returncode == 0, p.stderr
     log = yaml.safe_load((tmp_path / "log.yaml").read_text())
