@@ -21,3 +21,25 @@ def write_set(path, images, labels):
 
     save_file({"images": images, "labels": labels}, str(path))
     return path
+
+
+FOX = "avatar/fox/glTF-Binary/Fox.glb"
+
+
+def fox_commands(directory, installed, commands):
+    """Run fit-avatar command lines (``{fox}`` stands for the shipped Fox.glb) in ``directory``
+    through the installed command; skips when the shared data is absent."""
+    import os
+    import subprocess
+
+    import pytest
+
+    fox = os.path.join(os.environ.get("CORTEXKIT_SHARED_DATA", ""), FOX)
+    if not os.path.exists(fox):
+        pytest.skip("shared data not found (set CORTEXKIT_SHARED_DATA)")
+    exe, env = installed
+    for line in commands:
+        proc = subprocess.run([exe, *line.format(fox=fox).split()], cwd=directory, env=env,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    return directory

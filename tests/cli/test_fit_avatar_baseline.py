@@ -9,7 +9,8 @@ import math
 
 import pytest
 
-FOX = "avatar/fox/glTF-Binary/Fox.glb"
+from toydata import fox_commands
+
 SMALL = "--frames 4 --crop 32 --no-masks"
 SHAPE = "--n-keyframes 2 --steps 20,30,30,5 --threads 1"
 TRACK = "--steps 60 --window 4 --overlap 1 --threads 1"
@@ -18,20 +19,10 @@ TRACK = "--steps 60 --window 4 --overlap 1 --threads 1"
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory, installed):
     """A small synthetic Fox (6 ring cameras, 4 frames, no masks) and its avatar."""
-    import os
-    import subprocess
-
-    exe, env = installed
-    fox = os.path.join(os.environ.get("CORTEXKIT_SHARED_DATA", ""), FOX)
-    if not os.path.exists(fox):
-        pytest.skip("shared data not found (set CORTEXKIT_SHARED_DATA)")
-    d = tmp_path_factory.mktemp("baseline")
-    for args in (f"fit-avatar synth {fox} --template-units cm --clip Walk --rig ring:6 {SMALL} -o views.st",
-                 f"fit-avatar synth {fox} --template-units cm --clip Walk --rig ring:2 {SMALL} -o views2.st",
-                 f"fit-avatar shape {fox} views.st --template-units cm {SHAPE} -o avatar.st"):
-        proc = subprocess.run([exe, *args.split()], cwd=d, env=env, capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
-    return d
+    return fox_commands(tmp_path_factory.mktemp("baseline"), installed, (
+        f"fit-avatar synth {{fox}} --template-units cm --clip Walk --rig ring:6 {SMALL} -o views.st",
+        f"fit-avatar synth {{fox}} --template-units cm --clip Walk --rig ring:2 {SMALL} -o views2.st",
+        f"fit-avatar shape {{fox}} views.st --template-units cm {SHAPE} -o avatar.st"))
 
 
 def _baseline(path):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-FOX = "avatar/fox/glTF-Binary/Fox.glb"
+from toydata import fox_commands
+
 SMALL = "--frames 4 --rig ring:6 --crop 32"
 SHAPE = "--n-keyframes 2 --steps 20,30,30,5 --threads 1"
 TRACK = "--steps 10 --window 4 --overlap 1 --threads 1"
@@ -18,21 +19,10 @@ TRACK = "--steps 10 --window 4 --overlap 1 --threads 1"
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory, installed):
     """One small synthetic Fox fit shared by the tests: views (with truth and PNG masks), avatar, poses."""
-    import subprocess
-
-    exe, env = installed
-    import os
-
-    fox = os.path.join(os.environ.get("CORTEXKIT_SHARED_DATA", ""), FOX)
-    if not os.path.exists(fox):
-        pytest.skip("shared data not found (set CORTEXKIT_SHARED_DATA)")
-    d = tmp_path_factory.mktemp("fit")
-    for args in (f"fit-avatar synth {fox} --template-units cm --clip Walk {SMALL} --mask-dir masks -o views.st",
-                 f"fit-avatar shape {fox} views.st --template-units cm {SHAPE} -o avatar.st",
-                 f"fit-avatar track avatar.st views.st {TRACK} -o poses.st"):
-        proc = subprocess.run([exe, *args.split()], cwd=d, env=env, capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
-    return d
+    return fox_commands(tmp_path_factory.mktemp("fit"), installed, (
+        f"fit-avatar synth {{fox}} --template-units cm --clip Walk {SMALL} --mask-dir masks -o views.st",
+        f"fit-avatar shape {{fox}} views.st --template-units cm {SHAPE} -o avatar.st",
+        f"fit-avatar track avatar.st views.st {TRACK} -o poses.st"))
 
 
 def test_masks_as_png_folders_npy_per_camera_and_one_npz_agree(cli, fitted, one_line_error):
