@@ -361,23 +361,15 @@ def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps,
 
 def _baseline_check(run, baseline, frames, tpl, shp, obs, config):
     """Triangulation beside the avatar on a held-out camera; a warning when the avatar loses."""
-    from cortexkit.tools.avatar.baseline import BaselineConfig, held_out_check
+    from cortexkit.tools.avatar.baseline import BaselineConfig, held_out_check, messages
 
     if baseline == "none":
         return None
     out = held_out_check(tpl, shp, obs, config, BaselineConfig(frames=frames), hooks=_hooks(run))
-    if "skipped" in out:
-        run.info(f"baseline check skipped: {out['skipped']}")
-        return out
-    run.info(f"baseline check (camera {out['camera']} held out, frames {out['frames'][0]}-{out['frames'][1] - 1}, "
-             f"{out['detections']} detections, {out['seconds']:.1f} s; --baseline none skips it): held-out 2D "
-             f"error median/mean avatar {out['avatar_px_median']:.2f}/{out['avatar_px_mean']:.2f} px vs "
-             f"triangulate {out['triangulation_px_median']:.2f}/{out['triangulation_px_mean']:.2f} px")
-    if out["loses"]:
-        run.warn(f"triangulation of the same keypoints beats the avatar on held-out camera {out['camera']} "
-                 f"(median {out['avatar_px_median']:.2f} vs {out['triangulation_px_median']:.2f} px, mean "
-                 f"{out['avatar_px_mean']:.2f} vs {out['triangulation_px_mean']:.2f}): for 3D keypoints prefer "
-                 "`fit-avatar triangulate`; the poses add joint rotations and the mesh, not accuracy")
+    line, warning = messages(out)
+    run.info(line)
+    if warning:
+        run.warn(warning)
     return out
 
 

@@ -115,3 +115,21 @@ def held_out_check(template: Template, shape: Shape, obs: Observations, config: 
     record["loses"] = bool(figures["avatar_px_median"]
                            > (1 + check.tolerance) * figures["triangulation_px_median"])
     return record
+
+
+def messages(record: dict) -> tuple[str, str | None]:
+    """The line a command prints for a :func:`held_out_check` record, and its warning (None when the
+    avatar holds its own)."""
+    if "skipped" in record:
+        return f"baseline check skipped: {record['skipped']}", None
+    r = record
+    line = (f"baseline check (camera {r['camera']} held out, frames {r['frames'][0]}-{r['frames'][1] - 1}, "
+            f"{r['detections']} detections, {r['seconds']:.1f} s; --baseline none skips it): held-out 2D "
+            f"error median/mean avatar {r['avatar_px_median']:.2f}/{r['avatar_px_mean']:.2f} px vs "
+            f"triangulate {r['triangulation_px_median']:.2f}/{r['triangulation_px_mean']:.2f} px")
+    if not r["loses"]:
+        return line, None
+    return line, (f"triangulation of the same keypoints beats the avatar on held-out camera {r['camera']} "
+                  f"(median {r['avatar_px_median']:.2f} vs {r['triangulation_px_median']:.2f} px, mean "
+                  f"{r['avatar_px_mean']:.2f} vs {r['triangulation_px_mean']:.2f}): for 3D keypoints prefer "
+                  "`fit-avatar triangulate`; the poses add joint rotations and the mesh, not accuracy")
