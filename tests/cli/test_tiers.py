@@ -24,8 +24,8 @@ def test_every_slow_entry_names_an_existing_test_and_no_closed_form_or_example()
         file = REPO / path
         assert file.is_file(), entry
         # closed forms, contract rules and the fast checks of every verb stay in the fast tier
-        assert not any(word in entry for word in ("closed_form", "contract", "fault_matrix",
-                                                   "test_base", "test_glue", "test_outputs")), entry
+        assert not any(word in entry for word in ("closed_form", "contract", "fault_matrix")), entry
+        assert file.name not in ("test_base.py", "test_glue.py", "test_outputs.py"), entry
         if name:
             tree = ast.parse(file.read_text())
             functions = {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
