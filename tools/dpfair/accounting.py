@@ -71,6 +71,13 @@ def _gaussian_step(sigma: float, sampling_rate: float, interval: float = _GRID):
         value_discretization_interval=interval)
 
 
+@functools.lru_cache(maxsize=16)
+def _gaussian_steps(sigma: float, sampling_rate: float, steps: int, interval: float):
+    """PLD of ``steps`` such steps: a run's ledger needs it twice (the total and the Gaussian part
+    alone, on the same grid when the Laplace part does not widen it), and composing is the slow part."""
+    return _gaussian_step(sigma, sampling_rate, interval).self_compose(steps)
+
+
 @functools.lru_cache(maxsize=64)
 def _laplace_step(laplace_b: float, sampling_rate: float, interval: float = _GRID):
     """PLD of one Poisson-subsampled Laplace histogram release, scale 1 / laplace_b."""
@@ -119,7 +126,7 @@ def privacy_loss_distribution(sigma: float, laplace_b: float | None, sampling_ra
     if laplace_b is not None and math.isinf(laplace_b):
         return None
     interval = grid(sigma, laplace_b)
-    total = _gaussian_step(float(sigma), float(sampling_rate), interval).self_compose(steps)
+    total = _gaussian_steps(float(sigma), float(sampling_rate), int(steps), interval)
     if laplace_b is not None:
         total = total.compose(
             _laplace_step(float(laplace_b), float(sampling_rate), interval).self_compose(steps))
