@@ -188,7 +188,7 @@ def test_out_of_range_options_are_usage_errors(cli, one_line_error, tables, tmp_
 
 @pytest.mark.parametrize("extra, fragment", [
     (["--sigma", "0.3", "--laplace-b", "5", "--epsilon", "0.01"], "allows zero steps"),
-    (["--sigma", "1", "--steps", "5000", "--epsilon", "0.5"], "refusing to run past the budget"),
+    (["--sigma", "1", "--steps", "200", "--epsilon", "0.5"], "refusing to run past the budget"),
     (["--sensitive", "nope"], "no sensitive column"),
     (["--label", "nope"], "no label column"),
     (["--constraint", "missing.yaml"], "not one of"),
