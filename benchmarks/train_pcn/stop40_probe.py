@@ -68,7 +68,7 @@ def scores(net, prep, images, labels, batch=1000):
     return loss / len(labels), correct / len(labels)
 
 
-def run(variant, spec, train, test, prep, epochs, seed, lr=1e-3):
+def run(variant, spec, train, test, prep, epochs, seed, lr=1e-3, val=None):
     wn, gain, factor = False, None, 1.0
     if variant == "BP+WN":
         wn, gain = True, "fan"
@@ -113,7 +113,12 @@ def run(variant, spec, train, test, prep, epochs, seed, lr=1e-3):
                                   for l, w0 in zip(layers, before)]})
         tr_loss, tr_acc = scores(net, prep, images, labels)
         te_loss, te_acc = scores(net, prep, *test)
-        epochs_out.append({"epoch": epoch, "train_loss": round(tr_loss, 4),
+        if val is not None:
+            va_loss, va_acc = scores(net, prep, *val)
+            extra = {"val_loss": round(va_loss, 4), "val_top1": round(100 * va_acc, 2)}
+        else:
+            extra = {}
+        epochs_out.append({**extra, "epoch": epoch, "train_loss": round(tr_loss, 4),
                            "train_top1": round(100 * tr_acc, 2), "test_loss": round(te_loss, 4),
                            "test_top1": round(100 * te_acc, 2),
                            "weight_fro": [round(float(l.weight.norm()), 3) for l in layers]})
@@ -138,6 +143,9 @@ def main(argv=None):
     p.add_argument("--seeds", default="0")
     p.add_argument("--train-limit", type=int, default=None)
     p.add_argument("--variants", default="BP,BP+WN")
+    p.add_argument("--val-share", type=float, default=0.0,
+                   help="hold out this share of the training images (random, seed 99) as an "
+                        "in-distribution validation set, scored beside the test split")
     p.add_argument("-o", "--output", default="-")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
@@ -145,18 +153,25 @@ def main(argv=None):
     tr, te = read_images(file, "train"), read_images(file, "test")
     train = subset(tr.images, tr.labels.astype(np.int64), args.train_limit)
     test = (te.images, te.labels.astype(np.int64))
+    val = None
+    if args.val_share > 0:
+        order = np.random.default_rng(99).permutation(len(train[1]))
+        k = int(round(args.val_share * len(order)))
+        val = (train[0][order[:k]], train[1][order[:k]])
+        train = (train[0][np.sort(order[k:])], train[1][np.sort(order[k:])])
     prep = preprocess_for(train[0], "mnist" if args.suite == "mnist" else "dataset")
     classes = int(max(tr.labels.max(), te.labels.max())) + 1
     spec = NetworkSpec("mlp", tuple(tr.images.shape[1:]), classes, width=128, depth=args.depth)
     out = {"suite": args.suite, "data": file.name, "depth": args.depth, "epochs": args.epochs,
+           "val_share": args.val_share,
            "train_examples": int(len(train[1])), "runs": []}
     for variant in args.variants.split(","):
         for seed in map(int, args.seeds.split(",")):
-            row = run(variant, spec, train, test, prep, args.epochs, seed)
+            row = run(variant, spec, train, test, prep, args.epochs, seed, val=val)
             out["runs"].append(row)
             last = row["epochs"][-1]
             print(f"{variant} seed {seed}: train loss {last['train_loss']} top1 "
-                  f"{last['train_top1']} test {last['test_top1']}; rel update "
+                  f"{last['train_top1']} test {last['test_top1']} val {last.get('val_top1')}; rel update "
                   f"{row['rel_update_mean'][0]:.4f} (first) {np.mean(row['rel_update_mean'][1:-1]):.4f} "
                   "(hidden)", file=sys.stderr, flush=True)
             if args.output != "-":
