@@ -1,28 +1,65 @@
-import sys, numpy as np, torch
-sys.argv=[sys.argv[0]]
-sys.path.insert(0, "benchmarks/train_pcn")
-from stop40_probe import subset, DATA
+"""Stop 40: the first weight step of a 16-layer GELU MLP (width 128) at initialisation, plain BP
+against BP + WN (`fan`): per-layer gradient RMS on one batch of 128 and the size of AdamW's
+first step relative to its rate, mean over entries of |g| / (|g| + eps), eps = 1e-8 (the
+first step of Adam is g / (|g| + eps) times lr). Patches (held-out folder) and the MNIST subset.
+
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/train_pcn/stop40_gradprobe.py \
+        --patches /tmp/pcnb/heldout/patches
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
 from cortexkit.formats.images import read_images
 from cortexkit.tools.pcn.api import preprocess_for
 from cortexkit.tools.pcn.inference import bp_gradients
 from cortexkit.tools.pcn.network import NetworkSpec, build_network, weight_layers
 from cortexkit.tools.pcn.train import normalize_weights
-torch.set_num_threads(1)
-for name, file, norm, lim in [("patches", "/tmp/pcnb/heldout/patches", "dataset", None), ("mnist", str(DATA/"mnist_png_train10k_test10k.safetensors"), "mnist", 5000)]:
-    tr = read_images(file, "train"); im, lb = subset(tr.images, tr.labels.astype(np.int64), lim)
-    prep = preprocess_for(im, norm)
-    for wn in (False, True):
-        torch.manual_seed(0); net = build_network(NetworkSpec("mlp", tuple(im.shape[1:]), int(lb.max())+1, width=128, depth=16))
-        if wn: normalize_weights(net, "fan")
-        idx = np.random.default_rng(0).permutation(len(lb))[:128]
-        x = prep(torch.from_numpy(im[idx])); y = torch.from_numpy(lb[idx])
-        res = bp_gradients(net, x, y, "ce", scale=1/128)
-        params = list(net.parameters()); layers = weight_layers(net)
-        g = {id(p): gr for p, gr in zip(params, res.grads)}
-        rms = [float(g[id(l.weight)].pow(2).mean().sqrt()) for l in layers]
-        # Adam's first step: g/(|g|+eps) per entry -> mean |update|/lr
-        first = [float((g[id(l.weight)].abs()/(g[id(l.weight)].abs()+1e-8)).mean()) for l in layers]
-        xin = x.flatten(1)
-        print(name, "WN" if wn else "BP", "grad RMS L1,L4,L8,L12,L16:", ["%.1e" % rms[i] for i in (0,3,7,11,15)],
-              "Adam step/lr L1,L4,L8:", ["%.3f" % first[i] for i in (0,3,7)],
-              "input: mean |x| %.2f, |mean_batch x|/rms %.2f" % (float(xin.abs().mean()), float(xin.mean(0).pow(2).mean().sqrt()/xin.pow(2).mean().sqrt())))
+
+DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA", "/work/shared/data")) / "pcn"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--patches", default="/tmp/pcnb/heldout/patches")
+    p.add_argument("--depth", type=int, default=16)
+    p.add_argument("--eps", type=float, default=1e-8)
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    sets = [("patches", args.patches, "dataset", None),
+            ("mnist", str(DATA / "mnist_png_train10k_test10k.safetensors"), "mnist", 5000)]
+    show = [i for i in (0, 3, 7, 11, args.depth - 1) if i < args.depth]
+    for name, file, norm, limit in sets:
+        tr = read_images(file, "train")
+        images, labels = tr.images, tr.labels.astype(np.int64)
+        if limit is not None:
+            keep = np.random.default_rng(1234).permutation(len(labels))[:limit]
+            images, labels = images[keep], labels[keep]
+        prep = preprocess_for(images, norm)
+        for wn in (False, True):
+            torch.manual_seed(0)
+            net = build_network(NetworkSpec("mlp", tuple(images.shape[1:]), int(labels.max()) + 1,
+                                            width=128, depth=args.depth))
+            if wn:
+                normalize_weights(net, "fan")
+            index = np.random.default_rng(0).permutation(len(labels))[:128]
+            x, y = prep(torch.from_numpy(images[index])), torch.from_numpy(labels[index])
+            res = bp_gradients(net, x, y, "ce", scale=1 / 128)
+            grad = {id(q): g for q, g in zip(net.parameters(), res.grads)}
+            layers = weight_layers(net)
+            rms = [float(grad[id(l.weight)].pow(2).mean().sqrt()) for l in layers]
+            step = [float((grad[id(l.weight)].abs() / (grad[id(l.weight)].abs() + args.eps)).mean())
+                    for l in layers]
+            print(f"{name} {'BP+WN' if wn else 'BP'}: grad RMS at layers "
+                  f"{[i + 1 for i in show]}: {['%.1e' % rms[i] for i in show]}; Adam first step "
+                  f"/ lr: {['%.3f' % step[i] for i in show]}")
+
+
+if __name__ == "__main__":
+    main()
