@@ -11,7 +11,8 @@ pre-activation RMS and its input-dependent part (RMS over the batch of h - mean_
 
 ``--variants`` names what runs: BP, BP+WN (the tool's default `fan` gain), or a variant of the
 weight-norm step given as WN:<gain>[:<lr factor>] (a number or a rule name; the factor scales
-AdamW's rate, for the under-training test).
+AdamW's rate, for the under-training test); BP:<lr factor>; BPeps:<eps> (plain BP with AdamW's
+eps changed from 1e-8).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def scores(net, prep, images, labels, batch=1000):
 
 
 def run(variant, spec, train, test, prep, epochs, seed, lr=1e-3, val=None):
-    wn, gain, factor = False, None, 1.0
+    wn, gain, factor, eps = False, None, 1.0, 1e-8
     if variant == "BP+WN":
         wn, gain = True, "fan"
     elif variant.startswith("WN:"):
@@ -78,12 +79,14 @@ def run(variant, spec, train, test, prep, epochs, seed, lr=1e-3, val=None):
         factor = float(parts[2]) if len(parts) > 2 else 1.0
     elif variant.startswith("BP:"):
         factor = float(variant.split(":")[1])
+    elif variant.startswith("BPeps:"):
+        eps = float(variant.split(":")[1])
     torch.manual_seed(seed)
     net = build_network(spec)
     images, labels = train
     n, bs = len(labels), 128
     batches = math.ceil(n / bs)
-    opt = torch.optim.AdamW(net.parameters(), lr=lr * factor, weight_decay=0.0, eps=1e-8)
+    opt = torch.optim.AdamW(net.parameters(), lr=lr * factor, weight_decay=0.0, eps=eps)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(epochs * batches, 0.1))
     if wn:
         normalize_weights(net, gain)
