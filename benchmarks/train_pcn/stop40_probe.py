@@ -131,7 +131,8 @@ def run(variant, spec, train, test, prep, epochs, seed, lr=1e-3, val=None):
     return {"variant": variant, "seed": seed, "weight_steps": len(steps),
             "init": [{k: round(v, 4) for k, v in r.items()} for r in init_stats],
             "final": [{k: round(v, 4) for k, v in r.items()} for r in final_stats],
-            "rel_update_mean_by_epoch": [[round(float(v), 5) for v in e.mean(0)] for e in per_epoch],
+            "rel_update_mean_by_epoch": [[round(float(v), 5) for v in e.mean(0)]
+                                         for e in per_epoch],
             "rel_update_mean": [round(float(v), 5) for v in rel.mean(0)],
             "step_loss": [round(s["loss"], 4) for s in steps],
             "epochs": epochs_out}
@@ -173,10 +174,11 @@ def main(argv=None):
             row = run(variant, spec, train, test, prep, args.epochs, seed, val=val)
             out["runs"].append(row)
             last = row["epochs"][-1]
+            rel = row["rel_update_mean"]
             print(f"{variant} seed {seed}: train loss {last['train_loss']} top1 "
-                  f"{last['train_top1']} test {last['test_top1']} val {last.get('val_top1')}; rel update "
-                  f"{row['rel_update_mean'][0]:.4f} (first) {np.mean(row['rel_update_mean'][1:-1]):.4f} "
-                  "(hidden)", file=sys.stderr, flush=True)
+                  f"{last['train_top1']} test {last['test_top1']} val {last.get('val_top1')}; "
+                  f"rel update {rel[0]:.4f} (first) {np.mean(rel[1:-1]):.4f} (hidden)",
+                  file=sys.stderr, flush=True)
             if args.output != "-":
                 Path(args.output).write_text(yaml.safe_dump(out, sort_keys=False, width=250))
     if args.output == "-":
