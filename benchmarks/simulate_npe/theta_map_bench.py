@@ -175,7 +175,7 @@ def summarize(args):
         g["epochs"].append(r["epochs"])
         g["seeds"].add(r["seed"])
         for k, v in r.items():
-            if k.startswith("c2st_"):
+            if k.startswith("c2st_") and k != "c2st_cpu_s":
                 g["c2st"].setdefault(k[5:], []).extend(v)
     table = []
     for (task, method, n, tool), g in sorted(groups.items()):
@@ -185,10 +185,66 @@ def summarize(args):
             s = Q.mean_ci95(v)
             row[f"c2st_{c}"] = {"mean": round(s["mean"], 4), "ci95": round(s["ci95"], 4), "n": s["n"]}
         table.append(row)
+    pairs = compare(rows, ours=f"cortexkit-{args.ours_map}")
     report({"benchmark": "simulate-npe theta map and defaults vs sbi 0.27 (issue 36)",
             "metric": "C2ST, 1000 vs 1000 samples, 5-fold, seed 1, per reference observation",
             "train_time": "CPU seconds of the training call (time.process_time), one torch thread",
-            "rows": table}, args.yaml)
+            "rows": table, "ours_vs_sbi": pairs}, args.yaml)
+    if args.markdown:
+        print(markdown(pairs))
+
+
+def compare(rows, ours="cortexkit-zscore", anchor="sbi-zuko_nsf"):
+    """Ours against the anchor per (task, method, n_sim) over the cells both have: the same seed and
+    observation index. Per classifier: the two means, their difference and the 95 % half-width of
+    the paired differences (1.96 sd / sqrt(cells)); train CPU and epochs per seed."""
+    fits = {}
+    for r in rows:
+        if r.get("phase") == "fit" and r["tool"] in (ours, anchor):
+            fits[(r["task"], r["method"], r["n_sim"], r["seed"], r["tool"])] = r
+    out = []
+    for task, method, n in sorted({k[:3] for k in fits}):
+        seeds = sorted(k[3] for k in fits if k[:3] == (task, method, n) and k[4] == ours
+                       and (task, method, n, k[3], anchor) in fits)
+        if not seeds:
+            continue
+        a = [fits[(task, method, n, sd, ours)] for sd in seeds]
+        b = [fits[(task, method, n, sd, anchor)] for sd in seeds]
+        row = {"task": task, "method": method, "n_sim": n, "seeds": seeds,
+               "epochs": [[x["epochs"], y["epochs"]] for x, y in zip(a, b)],
+               "train_cpu_s": [round(sum(x["train_cpu_s"] for x in a) / len(a), 2),
+                               round(sum(y["train_cpu_s"] for y in b) / len(b), 2)]}
+        row["cpu_ratio"] = round(row["train_cpu_s"][0] / row["train_cpu_s"][1], 2)
+        for c in sorted(k[5:] for k in a[0] if k.startswith("c2st_") and k != "c2st_cpu_s"):
+            va, vb = [], []
+            per_seed = []
+            for x, y in zip(a, b):
+                m = min(len(x[f"c2st_{c}"]), len(y[f"c2st_{c}"]))
+                va += x[f"c2st_{c}"][:m]
+                vb += y[f"c2st_{c}"][:m]
+                per_seed.append([round(sum(x[f"c2st_{c}"][:m]) / m, 3), round(sum(y[f"c2st_{c}"][:m]) / m, 3)])
+            d = Q.mean_ci95([p - q for p, q in zip(va, vb)])
+            row[c] = {"ours": round(sum(va) / len(va), 4), "sbi": round(sum(vb) / len(vb), 4),
+                      "diff": round(d["mean"], 4), "diff_ci95": round(d["ci95"], 4), "cells": d["n"],
+                      "per_seed": per_seed}
+        out.append(row)
+    return out
+
+
+def markdown(pairs):
+    """One line per (task, method, budget): mean C2ST ours / sbi (difference +- 95 % half-width)."""
+    lines = ["| task | method | N | RF ours / sbi (diff ± hw) | MLP ours / sbi (diff ± hw) | epochs ours / sbi per seed "
+             "| train CPU s ours / sbi (ratio) |", "|---|---|---|---|---|---|---|"]
+    for r in pairs:
+        cells = []
+        for c in ("rf", "mlp"):
+            v = r.get(c)
+            cells.append(f"{v['ours']:.3f} / {v['sbi']:.3f} ({v['diff']:+.3f} ± {v['diff_ci95']:.3f}, n={v['cells']})"
+                         if v else "—")
+        ep = ", ".join(f"{x} / {y}" for x, y in r["epochs"])
+        lines.append(f"| {r['task']} | {r['method']} | {r['n_sim']} | {cells[0]} | {cells[1]} | {ep} "
+                     f"| {r['train_cpu_s'][0]} / {r['train_cpu_s'][1]} ({r['cpu_ratio']}x) |")
+    return "\n".join(lines)
 
 
 def main():
@@ -214,6 +270,8 @@ def main():
     ap.add_argument("--mlp-observations", type=int, default=None, help="MLP C2ST on the first K of them only (all)")
     ap.add_argument("--out", default="theta_map_bench.jsonl")
     ap.add_argument("--yaml")
+    ap.add_argument("--markdown", action="store_true", help="with --summarize: also a markdown table, ours vs sbi")
+    ap.add_argument("--ours-map", default="zscore", help="with --summarize: which of our maps faces sbi")
     args = ap.parse_args()
     if args.files:
         summarize(args)
