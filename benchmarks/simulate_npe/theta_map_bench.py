@@ -63,12 +63,17 @@ def sbi_prior(task):
     raise ValueError(task)
 
 
-def c2st(sample_fn, ref, n, classifiers):
+def c2st(sample_fn, ref, n, classifiers, observations=None, mlp_observations=None):
+    """C2ST per observation: classifier -> list over the first ``observations`` (all by default);
+    the MLP only on the first ``mlp_observations`` of them (it costs ~20 s per observation in 10-d)."""
+    n_obs = min(ref["x_o"].shape[0], observations or ref["x_o"].shape[0])
     vals = {c: [] for c in classifiers}
-    for i in range(ref["x_o"].shape[0]):
+    for i in range(n_obs):
         torch.manual_seed(1000 + i)
         s = sample_fn(ref["x_o"][i], n)
         for c in classifiers:
+            if c == "mlp" and mlp_observations is not None and i >= mlp_observations:
+                continue
             vals[c].append(Q.c2st(s, ref["reference_posterior_samples"][i][:n].float(), c))
     return {f"c2st_{c}": v for c, v in vals.items()}
 
@@ -91,7 +96,8 @@ def run(args):
         task = get_task(name)
         ref = reference(name)
         g = torch.Generator().manual_seed(2026)
-        pool = max(args.n_sim)
+        n_mf = (args.n_sim_mf or args.n_sim) if args.mf else []
+        pool = max(args.n_sim + n_mf)
         theta_all = task.prior.sample(pool, g)
         x_all = task.simulator("hf")(theta_all, g)
         lf = None
@@ -115,14 +121,16 @@ def run(args):
                 _, t, ep = sbi_train(sbi_lf, *lf, pre_cfg)
                 emit(args.out, {"task": name, "phase": "pretrain", "tool": "sbi-zuko_nsf", "seed": seed,
                                 "n_lf": args.n_lf, "cpu_s": t, "epochs": ep})
-            for n in args.n_sim:
+            for n in sorted(set(args.n_sim + n_mf)):
                 th, x = theta_all[:n], x_all[:n]
+                do_npe, do_mf = n in args.n_sim, n in n_mf
                 rows = []
                 for tmap in args.maps:
-                    t0 = time.process_time()
-                    post, h = M.fit_npe(task.prior, th, x, FlowConfig(theta_map=tmap), base, seed)
-                    rows.append(("npe", f"cortexkit-{tmap}", lambda xo, k, m=post: m.sample(k, xo), time.process_time() - t0, h.epochs))
-                    if tmap in pre:
+                    if do_npe:
+                        t0 = time.process_time()
+                        post, h = M.fit_npe(task.prior, th, x, FlowConfig(theta_map=tmap), base, seed)
+                        rows.append(("npe", f"cortexkit-{tmap}", lambda xo, k, m=post: m.sample(k, xo), time.process_time() - t0, h.epochs))
+                    if tmap in pre and do_mf:
                         t0 = time.process_time()
                         ft, h = M.fine_tune(pre[tmap], th, x, base, seed, refit_x_stats=True)
                         rows.append(("mf-npe", f"cortexkit-{tmap}", lambda xo, k, m=ft: m.sample(k, xo), time.process_time() - t0, h.epochs))
@@ -133,10 +141,11 @@ def run(args):
                     torch.manual_seed(seed)
                     inf = NPE(prior=sbi_prior(name), density_estimator=sbi_estimator("zuko_nsf", sbi_prior(name)),
                               show_progress_bars=False)
-                    de, t, ep = sbi_train(inf, th, x, base)
-                    post = inf.build_posterior(de)
-                    rows.append(("npe", "sbi-zuko_nsf", lambda xo, k, p=post: p.sample((k,), x=xo, show_progress_bars=False), t, ep))
-                    if lf is not None:
+                    if do_npe:
+                        de, t, ep = sbi_train(inf, th, x, base)
+                        post = inf.build_posterior(de)
+                        rows.append(("npe", "sbi-zuko_nsf", lambda xo, k, p=post: p.sample((k,), x=xo, show_progress_bars=False), t, ep))
+                    if lf is not None and do_mf:
                         # sbi's fine-tuning: a fresh NPE holding only the HF set continues training the
                         # LF-trained network (its x z-scoring stays LF's, as sbi keeps it; fresh optimiser)
                         torch.manual_seed(seed)
@@ -147,8 +156,11 @@ def run(args):
                         post = ft.build_posterior(de)
                         rows.append(("mf-npe", "sbi-zuko_nsf", lambda xo, k, p=post: p.sample((k,), x=xo, show_progress_bars=False), t, ep))
                 for method, tool, fn, t, ep in rows:
+                    t0 = time.process_time()
+                    scores = c2st(fn, ref, args.samples, args.classifiers, args.observations, args.mlp_observations)
                     emit(args.out, {"task": name, "phase": "fit", "method": method, "tool": tool, "n_sim": n, "seed": seed,
-                                    "train_cpu_s": t, "epochs": ep, **c2st(fn, ref, args.samples, args.classifiers)})
+                                    "n_lf": args.n_lf if method == "mf-npe" else None, "samples": args.samples,
+                                    "train_cpu_s": t, "epochs": ep, **scores, "c2st_cpu_s": time.process_time() - t0})
 
 
 def summarize(args):
@@ -163,7 +175,7 @@ def summarize(args):
         g["epochs"].append(r["epochs"])
         g["seeds"].add(r["seed"])
         for k, v in r.items():
-            if k.startswith("c2st_"):
+            if k.startswith("c2st_") and k != "c2st_cpu_s":
                 g["c2st"].setdefault(k[5:], []).extend(v)
     table = []
     for (task, method, n, tool), g in sorted(groups.items()):
@@ -173,10 +185,66 @@ def summarize(args):
             s = Q.mean_ci95(v)
             row[f"c2st_{c}"] = {"mean": round(s["mean"], 4), "ci95": round(s["ci95"], 4), "n": s["n"]}
         table.append(row)
+    pairs = compare(rows, ours=f"cortexkit-{args.ours_map}")
     report({"benchmark": "simulate-npe theta map and defaults vs sbi 0.27 (issue 36)",
             "metric": "C2ST, 1000 vs 1000 samples, 5-fold, seed 1, per reference observation",
             "train_time": "CPU seconds of the training call (time.process_time), one torch thread",
-            "rows": table}, args.yaml)
+            "rows": table, "ours_vs_sbi": pairs}, args.yaml)
+    if args.markdown:
+        print(markdown(pairs))
+
+
+def compare(rows, ours="cortexkit-zscore", anchor="sbi-zuko_nsf"):
+    """Ours against the anchor per (task, method, n_sim) over the cells both have: the same seed and
+    observation index. Per classifier: the two means, their difference and the 95 % half-width of
+    the paired differences (1.96 sd / sqrt(cells)); train CPU and epochs per seed."""
+    fits = {}
+    for r in rows:
+        if r.get("phase") == "fit" and r["tool"] in (ours, anchor):
+            fits[(r["task"], r["method"], r["n_sim"], r["seed"], r["tool"])] = r
+    out = []
+    for task, method, n in sorted({k[:3] for k in fits}):
+        seeds = sorted(k[3] for k in fits if k[:3] == (task, method, n) and k[4] == ours
+                       and (task, method, n, k[3], anchor) in fits)
+        if not seeds:
+            continue
+        a = [fits[(task, method, n, sd, ours)] for sd in seeds]
+        b = [fits[(task, method, n, sd, anchor)] for sd in seeds]
+        row = {"task": task, "method": method, "n_sim": n, "seeds": seeds,
+               "epochs": [[x["epochs"], y["epochs"]] for x, y in zip(a, b)],
+               "train_cpu_s": [round(sum(x["train_cpu_s"] for x in a) / len(a), 2),
+                               round(sum(y["train_cpu_s"] for y in b) / len(b), 2)]}
+        row["cpu_ratio"] = round(row["train_cpu_s"][0] / row["train_cpu_s"][1], 2)
+        for c in sorted(k[5:] for k in a[0] if k.startswith("c2st_") and k != "c2st_cpu_s"):
+            va, vb = [], []
+            per_seed = []
+            for x, y in zip(a, b):
+                m = min(len(x[f"c2st_{c}"]), len(y[f"c2st_{c}"]))
+                va += x[f"c2st_{c}"][:m]
+                vb += y[f"c2st_{c}"][:m]
+                per_seed.append([round(sum(x[f"c2st_{c}"][:m]) / m, 3), round(sum(y[f"c2st_{c}"][:m]) / m, 3)])
+            d = Q.mean_ci95([p - q for p, q in zip(va, vb)])
+            row[c] = {"ours": round(sum(va) / len(va), 4), "sbi": round(sum(vb) / len(vb), 4),
+                      "diff": round(d["mean"], 4), "diff_ci95": round(d["ci95"], 4), "cells": d["n"],
+                      "per_seed": per_seed}
+        out.append(row)
+    return out
+
+
+def markdown(pairs):
+    """One line per (task, method, budget): mean C2ST ours / sbi (difference +- 95 % half-width)."""
+    lines = ["| task | method | N | RF ours / sbi (diff ± hw) | MLP ours / sbi (diff ± hw) | epochs ours / sbi per seed "
+             "| train CPU s ours / sbi (ratio) |", "|---|---|---|---|---|---|---|"]
+    for r in pairs:
+        cells = []
+        for c in ("rf", "mlp"):
+            v = r.get(c)
+            cells.append(f"{v['ours']:.3f} / {v['sbi']:.3f} ({v['diff']:+.3f} ± {v['diff_ci95']:.3f}, n={v['cells']})"
+                         if v else "—")
+        ep = ", ".join(f"{x} / {y}" for x, y in r["epochs"])
+        lines.append(f"| {r['task']} | {r['method']} | {r['n_sim']} | {cells[0]} | {cells[1]} | {ep} "
+                     f"| {r['train_cpu_s'][0]} / {r['train_cpu_s'][1]} ({r['cpu_ratio']}x) |")
+    return "\n".join(lines)
 
 
 def main():
@@ -187,6 +255,8 @@ def main():
     ap.add_argument("--seeds", type=int, nargs="+", default=[12])
     ap.add_argument("--maps", nargs="+", default=["zscore", "logit"])
     ap.add_argument("--mf", action="store_true", help="also MF-NPE and sbi fine-tuning (tasks with an LF simulator)")
+    ap.add_argument("--n-sim-mf", type=int, nargs="+", default=None,
+                    help="HF budgets of the MF rows (default: --n-sim); NPE runs at --n-sim only")
     ap.add_argument("--n-lf", type=int, default=10_000)
     ap.add_argument("--no-sbi", action="store_true")
     ap.add_argument("--lr", type=float, default=5e-4)
@@ -196,8 +266,12 @@ def main():
     ap.add_argument("--patience-pretrain", type=int, default=None, help="LF pretraining's [--patience]")
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--classifiers", nargs="+", default=["rf", "mlp"])
+    ap.add_argument("--observations", type=int, default=None, help="score the first K reference observations (all)")
+    ap.add_argument("--mlp-observations", type=int, default=None, help="MLP C2ST on the first K of them only (all)")
     ap.add_argument("--out", default="theta_map_bench.jsonl")
     ap.add_argument("--yaml")
+    ap.add_argument("--markdown", action="store_true", help="with --summarize: also a markdown table, ours vs sbi")
+    ap.add_argument("--ours-map", default="zscore", help="with --summarize: which of our maps faces sbi")
     args = ap.parse_args()
     if args.files:
         summarize(args)

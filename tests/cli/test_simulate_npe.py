@@ -248,6 +248,23 @@ def test_a_terminated_run_keeps_its_finished_chunks_and_resumes(sh, cli, work):
     assert torch.allclose(d["x"], torch.stack([th[:, 0] + th[:, 1], th[:, 0] * th[:, 1], th[:, 1] ** 2], 1))
 
 
+@pytest.mark.parametrize("task, dim", [("two_moons", 2), ("gaussian_linear", 10)])
+def test_simulate_the_lf_version_of_two_moons_and_gaussian_linear(cli, work, task, dim):
+    """The cheap versions are reachable from the command line and differ from HF on the same theta."""
+    out = {}
+    for fid in ("hf", "lf"):
+        p = cli(TOOL, "simulate", "--task", task, "--fidelity", fid, "-n", "500", "--seed", "5", "-o", work / f"{fid}.st")
+        assert p.returncode == 0, p.stderr
+        out[fid] = sims(work / f"{fid}.st")
+        assert out[fid]["x"].shape == (500, dim)
+    assert torch.equal(out["hf"]["theta"], out["lf"]["theta"])
+    if task == "gaussian_linear":  # x ~ N(0.9 theta, 0.2 I) against N(theta, 0.1 I)
+        res = out["lf"]["x"].double() - 0.9 * out["lf"]["theta"].double()
+        assert res.var().item() == pytest.approx(0.2, rel=0.1)
+    else:
+        assert not torch.allclose(out["hf"]["x"], out["lf"]["x"])
+
+
 def test_invalid_simulations_are_dropped_and_counted(cli, work):
     p = cli(TOOL, "simulate", "--prior", work / "prior.yaml", "-n", "100", "--seed", "2",
             "--simulator", "nansim:simulate", "-o", work / "nan.st", env={"PYTHONPATH": str(work)})

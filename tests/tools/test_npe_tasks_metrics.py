@@ -97,6 +97,36 @@ def test_two_moons_and_gaussian_linear():
     assert (xg - 0.3).var().item() == pytest.approx(0.1, rel=0.02)
 
 
+def test_two_moons_lf_is_the_crescent_with_the_biased_radius_and_offset():
+    """Given theta, x + (|z0|, -z1) is the crescent point p = (r cos a + c, r sin a), a ~ U(-pi/2, pi/2):
+    |p - (c, 0)| = r, so its mean and sd are the radius's (LF 0.12, 0.02; HF 0.1, 0.01), and
+    E[p] = (E[r] 2 / pi + c, 0)."""
+    n = 200_000
+    theta = torch.tensor([[0.4, -0.2]]).expand(n, 2)
+    z0 = (0.4 - 0.2) * math.sqrt(0.5)
+    z1 = (-0.4 - 0.2) * math.sqrt(0.5)
+    shift = torch.tensor([-abs(z0), z1], dtype=torch.float64)
+    for sim, radius, sd, offset in ((T.two_moons_lf, 0.12, 0.02, 0.3), (T.two_moons, 0.1, 0.01, 0.25)):
+        p = sim(theta, torch.Generator().manual_seed(3)).double() - shift
+        r = (p - torch.tensor([offset, 0.0], dtype=torch.float64)).norm(dim=1)
+        assert r.mean().item() == pytest.approx(radius, abs=4 * sd / math.sqrt(n) + 1e-6)
+        assert r.std().item() == pytest.approx(sd, rel=0.02)
+        assert p.mean(0).numpy() == pytest.approx([radius * 2 / math.pi + offset, 0.0], abs=5 * radius / math.sqrt(n))
+    hf = T.two_moons(theta[:2000], torch.Generator().manual_seed(3))
+    assert not torch.equal(hf, T.two_moons_lf(theta[:2000], torch.Generator().manual_seed(3)))
+
+
+def test_gaussian_linear_lf_has_gain_0_9_and_variance_0_2():
+    n = 100_000
+    theta = torch.linspace(-0.5, 0.5, 10).expand(n, 10)
+    x = T.gaussian_linear_lf(theta, torch.Generator().manual_seed(4)).double()
+    assert x.mean(0).numpy() == pytest.approx((0.9 * theta[0]).double().numpy(), abs=4 * math.sqrt(0.2 / n))
+    assert x.var(0).numpy() == pytest.approx([0.2] * 10, rel=0.02)
+    # the residuals are independent across coordinates
+    cov = torch.cov((x - 0.9 * theta.double()).T)
+    assert (cov - torch.diag(torch.diag(cov))).abs().max().item() < 0.01
+
+
 def test_tasks_prior_shapes():
     for name, task in T.TASKS.items():
         th = task.prior.sample(7, torch.Generator().manual_seed(0))
@@ -104,8 +134,9 @@ def test_tasks_prior_shapes():
             assert task.simulator(fid)(th, torch.Generator().manual_seed(0)).shape == (7, task.x_dim), name
     with pytest.raises(ValueError, match="unknown task"):
         T.get_task("nope")
-    with pytest.raises(ValueError, match="no 'lf' simulator"):
-        T.get_task("two_moons").simulator("lf")
+    with pytest.raises(ValueError, match="no 'mf' simulator"):
+        T.get_task("two_moons").simulator("mf")
+    assert all(set(task.simulators) == {"hf", "lf"} for task in T.TASKS.values())
 
 
 def test_c2st_known_values():

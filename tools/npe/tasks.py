@@ -14,8 +14,12 @@ sir       (beta, gamma) ~ LogNormal(log 0.4, 0.5) x LogNormal(log 1/8, 0.2); SIR
   hf      t = 0, 17, ..., 153 (sbibm)
   lf      solver output every 4 days, 10 of its days evenly spaced: t = 0, 16, 36, ..., 144, 160
           (coarse time resolution; sir_lf(..., saveat=32) gives the coarser t = 0, 32, ..., 160, 160, ...)
-two_moons        sbibm two moons, theta ~ U[-1, 1]^2, x (2,)
-gaussian_linear  sbibm, theta ~ N(0, 0.1 I_10), x ~ N(theta, 0.1 I_10)
+two_moons        sbibm two moons, theta ~ U[-1, 1]^2, x (2,): x = p + (-|z0|, z1), z = R(-pi/4) theta,
+  hf      p = (r cos a + 0.25, r sin a), a ~ U(-pi/2, pi/2), r ~ N(0.1, 0.01^2)
+  lf      a biased crescent: r ~ N(0.12, 0.02^2), offset 0.3 instead of 0.25 (wider, noisier, shifted)
+gaussian_linear  sbibm, theta ~ N(0, 0.1 I_10),
+  hf      x ~ N(theta, 0.1 I_10)
+  lf      a biased gain and twice the noise: x ~ N(0.9 theta, 0.2 I_10)
 """
 from __future__ import annotations
 
@@ -173,20 +177,39 @@ def sir_lf(theta, g=None, saveat: float = SIR_LF_SAVEAT):
 
 
 # --------------------------------------------------------------------------------------------- sbibm
-def two_moons(theta, g=None):
+def _two_moons(theta, g, radius: float, radius_sd: float, offset: float):
     t = theta.double()
     n = t.shape[0]
     a = (torch.rand(n, generator=g, dtype=torch.float64) - 0.5) * math.pi
-    r = 0.1 + 0.01 * torch.randn(n, generator=g, dtype=torch.float64)
-    p = torch.stack([r * torch.cos(a) + 0.25, r * torch.sin(a)], 1)
+    r = radius + radius_sd * torch.randn(n, generator=g, dtype=torch.float64)
+    p = torch.stack([r * torch.cos(a) + offset, r * torch.sin(a)], 1)
     c = s = math.sqrt(0.5)  # rotation by -pi/4
     z0 = c * t[:, 0] + s * t[:, 1]
     z1 = -s * t[:, 0] + c * t[:, 1]
     return (p + torch.stack([-z0.abs(), z1], 1)).float()
 
 
+def two_moons(theta, g=None):
+    return _two_moons(theta, g, 0.1, 0.01, 0.25)
+
+
+def two_moons_lf(theta, g=None):
+    """A cheap model with the wrong crescent: radius 0.12 +- 0.02 around an offset of 0.3 (HF: 0.1 +- 0.01, 0.25)."""
+    return _two_moons(theta, g, 0.12, 0.02, 0.3)
+
+
+def _gaussian_linear(theta, g, gain: float, variance: float):
+    t = theta.double()
+    return (gain * t + math.sqrt(variance) * torch.randn(t.shape, generator=g, dtype=torch.float64)).float()
+
+
 def gaussian_linear(theta, g=None):
-    return (theta.double() + math.sqrt(0.1) * torch.randn(theta.shape, generator=g, dtype=torch.float64)).float()
+    return _gaussian_linear(theta, g, 1.0, 0.1)
+
+
+def gaussian_linear_lf(theta, g=None):
+    """A cheap model with a biased gain and twice the noise: x ~ N(0.9 theta, 0.2 I) (HF: N(theta, 0.1 I))."""
+    return _gaussian_linear(theta, g, 0.9, 0.2)
 
 
 def _box(names, low, high):
@@ -199,10 +222,10 @@ TASKS = {
     "slcp": Task("slcp", _box([f"theta_{i + 1}" for i in range(5)], -3.0, 3.0), 8, {"hf": slcp_hf, "lf": slcp_lf}),
     "sir": Task("sir", Prior((Factor("beta", "lognormal", math.log(0.4), 0.5),
                               Factor("gamma", "lognormal", math.log(0.125), 0.2))), 10, {"hf": sir_hf, "lf": sir_lf}),
-    "two_moons": Task("two_moons", _box(["theta_1", "theta_2"], -1.0, 1.0), 2, {"hf": two_moons}),
+    "two_moons": Task("two_moons", _box(["theta_1", "theta_2"], -1.0, 1.0), 2, {"hf": two_moons, "lf": two_moons_lf}),
     "gaussian_linear": Task("gaussian_linear",
                             Prior(tuple(Factor(f"theta_{i + 1}", "normal", 0.0, math.sqrt(0.1)) for i in range(10))), 10,
-                            {"hf": gaussian_linear}),
+                            {"hf": gaussian_linear, "lf": gaussian_linear_lf}),
 }
 
 
