@@ -50,6 +50,12 @@ METHODS = {  # name: (method, weight_norm)
 }
 
 
+def write_yaml(data, output, width=200):
+    """A benchmark's YAML to stdout (``-``) or to the file ``output``."""
+    text = yaml.safe_dump(data, sort_keys=False, width=width)
+    print(text) if output == "-" else Path(output).write_text(text)
+
+
 def subset(images, labels, limit, seed=1234):
     if limit is None or limit >= len(labels):
         return images, labels

@@ -21,11 +21,10 @@ from pathlib import Path
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
 import numpy as np
-import yaml
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench import DATA, subset  # noqa: E402
+from bench import DATA, subset, write_yaml  # noqa: E402
 
 HP = dict(T=5, x_lr=0.01828189494026352, x_mom=0.35, w_lr=0.00029959151754717025,
           w_wd=0.003314230264294929, batch=128, hidden=128, layers=4)
@@ -182,11 +181,7 @@ def main(argv=None):
         except Exception as exc:  # the anchor may not run here: record why
             out["runs"][name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
         print(name, out["runs"][name], file=sys.stderr, flush=True)
-    text = yaml.safe_dump(out, sort_keys=False)
-    if args.output == "-":
-        print(text)
-    else:
-        Path(args.output).write_text(text)
+    write_yaml(out, args.output)
 
 
 if __name__ == "__main__":

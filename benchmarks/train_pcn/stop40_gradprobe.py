@@ -26,7 +26,7 @@ from cortexkit.tools.pcn.inference import InferenceConfig, bp_gradients, meta_in
 from cortexkit.tools.pcn.network import NetworkSpec, build_network, weight_layers
 from cortexkit.tools.pcn.train import TrainConfig, normalize_weights
 
-DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA", "/work/shared/data")) / "pcn"
+DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) / "pcn"
 
 
 def identity(path: str, depth: int, epochs: int) -> None:

@@ -34,7 +34,7 @@ from cortexkit.tools.pcn.inference import bp_gradients
 from cortexkit.tools.pcn.network import NetworkSpec, build_network, weight_layers
 from cortexkit.tools.pcn.train import normalize_weights, warmup_cosine
 
-DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA", "/work/shared/data")) / "pcn"
+DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) / "pcn"
 
 
 def subset(images, labels, limit, seed=1234):

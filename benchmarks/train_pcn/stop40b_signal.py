@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
 
 from cortexkit.formats.images import read_images
 from cortexkit.tools.pcn.api import preprocess_for
@@ -25,9 +24,10 @@ from cortexkit.tools.pcn.network import NetworkSpec, build_network
 from cortexkit.tools.pcn.train import normalize_weights
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import write_yaml  # noqa: E402
 from stop40_probe import forward_stats  # noqa: E402  (the same per-block measurement)
 
-DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA", "/work/shared/data")) / "pcn"
+DATA = Path(os.environ.get("CORTEXKIT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) / "pcn"
 
 
 def main(argv=None):
@@ -65,11 +65,7 @@ def main(argv=None):
                        "ratio_per_block": round(ratio, 3)}
                 out["rows"].append(row)
                 print(row, file=sys.stderr, flush=True)
-    text = yaml.safe_dump(out, sort_keys=False, width=200)
-    if args.output == "-":
-        print(text)
-    else:
-        Path(args.output).write_text(text)
+    write_yaml(out, args.output)
 
 
 if __name__ == "__main__":

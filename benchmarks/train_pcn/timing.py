@@ -14,17 +14,20 @@ at T chosen by the default rule".
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
 import torch
-import yaml
 
 from cortexkit.tools.pcn.inference import InferenceConfig
 from cortexkit.tools.pcn.network import NetworkSpec, build_network
 from cortexkit.tools.pcn.defaults import (DEFAULT_GAIN, block_count, default_state_lr,
                                           default_steps)
 from cortexkit.tools.pcn.train import TrainConfig, _inference, normalize_weights
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import write_yaml  # noqa: E402
 
 
 def step_seconds(spec, method, steps, batch, repeats, schedule="jacobi", wn=True, eta=None,
@@ -86,8 +89,7 @@ def main(argv=None):
         out["results"][label] = {name: {"s_per_batch": round(t, 4), "x_bp": round(t / bp, 2)}
                                  for name, t in best.items()}
         print(label, out["results"][label], flush=True)
-    text = yaml.safe_dump(out, sort_keys=False)
-    print(text) if args.output == "-" else Path(args.output).write_text(text)
+    write_yaml(out, args.output)
 
 
 def defaults_table(args):
@@ -114,8 +116,7 @@ def defaults_table(args):
                    "x_bp": round(best[name] / best["BP"], 2)}
             for name, m, _ in methods if best[name] < float("inf")}
         print(label, out["results"][label], flush=True)
-    text = yaml.safe_dump(out, sort_keys=False)
-    print(text) if args.output == "-" else Path(args.output).write_text(text)
+    write_yaml(out, args.output)
 
 
 if __name__ == "__main__":
