@@ -311,7 +311,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
 @_with(calibration_opts)
 @click.option("--cameras", type=click.IntRange(min=0), default=0, show_default=True,
               help="Cameras per frame, by detection count (0 = all; BigMaQ used 6).")
-@click.option("--steps", type=Size(min=1, seconds=1e-4, what='Adam steps per window'), default=120, show_default=True, help="Adam steps per window.")
+@click.option("--steps", type=Size(min=1, seconds=1e-4, what='Adam steps per window'), default=240, show_default=True, help="Adam steps per window.")
 @click.option("--window", type=click.IntRange(min=1), default=20, show_default=True, help="Frames per window.")
 @click.option("--overlap", type=click.IntRange(min=0), default=5, show_default=True, help="Frames shared by windows.")
 @output_option("--plot", metavar="PNG", help="Multi-view overlay PNG of the middle frame.")

@@ -7,7 +7,8 @@ masks) and tracking. YAML on stdout.
     OMP_NUM_THREADS=1 python benchmarks/fit_avatar/hexapod.py --cams 16,12,7,4 > benchmarks/fit_avatar/results_hexapod.yaml
 
 ``--set key=value`` overrides a FitConfig field (the study of defaults); ``--frames`` cuts the clip;
-``--baseline`` adds track's held-out camera check (triangulation beside the avatar) to each rig.
+``--baseline`` adds track's held-out camera check (triangulation beside the avatar) to each rig;
+``--track-steps 120,240`` tracks each avatar again with each step count (same views and anchors).
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ def main():
     ap.add_argument("--set", action="append", default=[], help="FitConfig override key=value")
     ap.add_argument("--baseline", action="store_true", help="also run track's held-out camera check "
                     "(triangulation beside the avatar, tools/avatar/baseline.py) after each track")
+    ap.add_argument("--track-steps", default="", help="also track with these Adam steps per window, "
+                    "comma-separated, against the same views, triangulations and avatar (the study of "
+                    "FitConfig.track_steps); each under track_steps_N")
     ap.add_argument("--temporal", default="", help="also track with these temporal weights, WEIGHT[:ORDER] "
                     "comma-separated (order 1 velocity, 2 acceleration)")
     args = ap.parse_args()
@@ -123,6 +127,16 @@ def main():
                 check = held_out_check(tpl, shaped.shape, obs, track_config)
                 row[f"avatar_{name}"]["baseline_check"] = {**check, "cpu_s": time.process_time() - t1,
                                                            "track_cpu_s": track_cpu}
+            for n in [int(x) for x in args.track_steps.split(",") if x]:
+                t1 = time.process_time()
+                pose = track_sequence(tpl, shaped.shape, obs, FitConfig(**{
+                    **overrides, "silhouettes": False, "track_steps": n})).pose
+                cpu = (time.process_time() - t1) / len(world)
+                mw = model_metrics(tpl, shaped.shape, pose, truth, cams)
+                row[f"avatar_{name}"][f"track_steps_{n}"] = {
+                    "mpjpe_mm": mw["mpjpe_mm"], "pa_mpjpe_mm": mw["pa_mpjpe_mm"],
+                    "vertex_error_mm": mw["vertex_error_mm"], "joint_angle_error_deg": mw["joint_angle_error_deg"],
+                    "cpu_s_per_frame": cpu, "peak_rss_mb_so_far": peak_mb()}
             for item in [x for x in args.temporal.split(",") if x]:
                 w, order = (float(item.split(":")[0]), int(item.split(":")[1])) if ":" in item else (float(item), 1)
                 t1 = time.process_time()

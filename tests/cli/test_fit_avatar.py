@@ -292,3 +292,27 @@ def test_damaged_views_avatar_and_poses_are_refused_on_read(cli, fox, tmp_path, 
         p = cli("fit-avatar", "triangulate", bad, "-o", tmp_path / "pts.st")
         one_line_error(p, "fit-avatar triangulate", str(bad), fragment)
         assert not (tmp_path / "pts.st").exists()
+
+
+def test_track_default_steps_are_the_measured_240_in_print_config_and_the_poses(cli, sh, fox, tmp_path):
+    """track's Adam steps per window default to 240 (chosen on the Fox, benchmarks/fit_avatar
+    RESULTS section 4: mean MPJPE over Walk/Run/Survey x 16/6 cameras 3.28 mm at 240 vs 3.90 at 120 and 3.29 at 360,
+    held out on the hexapod): --print-config shows it, and a track without --steps stores it in the
+    poses' config and ran it (the track stage's stop record)."""
+    import yaml
+
+    from cortexkit.formats.artifact import read_artifact
+
+    shown = yaml.safe_load(cli("fit-avatar", "track", "--print-config").stdout)
+    assert shown["steps"] == 240
+    proc = sh(f"""
+    set -e
+    cortexkit fit-avatar synth {fox} --template-units cm --clip Walk --frames 3 --rig ring:4 --crop 32 --no-masks -o views.st
+    cortexkit fit-avatar shape {fox} views.st --template-units cm --n-keyframes 1 --steps 5,5,5,0 --threads 1 -o avatar.st
+    cortexkit fit-avatar track avatar.st views.st --baseline none --threads 1 -o poses.st
+    """, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    poses = read_artifact(tmp_path / "poses.st")
+    assert poses.config["steps"] == 240
+    stops = [s for s in poses.meta_json("cortexkit.stopped") if s["stage"] == "track"]
+    assert len(stops) == 1 and stops[0]["steps_per_window"] == 240

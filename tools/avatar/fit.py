@@ -69,7 +69,7 @@ class FitConfig:
     silhouettes: bool = True
     lr: float = 0.03
     shape_steps: tuple = (100, 150, 150, 150)   # global, pose, bones, mesh
-    track_steps: int = 120
+    track_steps: int = 240          # Adam steps per window (Fox mean MPJPE 3.90 -> 3.28 mm from 120, benchmarks/fit_avatar RESULTS 4)
     window: int = 20
     overlap: int = 5
     cameras: int = 0                # per-frame camera subset (0 = all; BigMaQ's waterfall keeps 6)
