@@ -1,8 +1,8 @@
 """Issue 33's held-out protocol in one run: reconstruction against the k-means floor, an
 event-locked linear probe against band power, and encode throughput against a plain loop.
 
-    OMP_NUM_THREADS=1 nice python benchmarks/tokenize_eeg/heldout.py --epochs 30 \
-        --variant signal_weight=4,contrastive=false --out benchmarks/tokenize_eeg/results/heldout.yaml
+    OMP_NUM_THREADS=1 nice python benchmarks/tokenize_eeg/heldout.py --epochs 40 --seed 0 \
+        --out benchmarks/tokenize_eeg/results/heldout_e40_s0.yaml
 
 * reconstruction: the tokenizer trained on S001 R01-R10 (4-s windows, 19 channels) through
   ``tokenize-eeg train``'s defaults (auto preset and codebook, k-means init, dead-code restart)
@@ -112,7 +112,7 @@ def speed(model, x, rounds=3, batch=32):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--variant", default="", help="key=value,... TrainConfig/TokenizerConfig fields")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--parts", default="recon,probe,speed")
@@ -143,10 +143,11 @@ def main():
               "train": "S001 R01-R10, 4-s windows", "test": "S001 R11-R14 (held out)",
               "train_windows": len(train), "test_windows": len(test), "preset": preset,
               "codebook_size": size, "train_config": tc.to_dict(), "model": model_keys}
-    start = time.time()
+    start, cpu_start = time.time(), time.process_time()
     model, history = api.fit(train, config, tc, seed=args.seed,
                              on_epoch=lambda e, r: log(f"epoch {e}: signal {r.get('signal', 0):.4f}"))
     result["train_seconds"] = time.time() - start
+    result["train_cpu_seconds"] = time.process_time() - cpu_start
     if "recon" in args.parts:
         report = api.evaluate(model, [Batch(test[i:i + 32]) for i in range(0, len(test), 32)])
         ours = report["reconstruction"]
