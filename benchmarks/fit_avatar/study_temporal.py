@@ -33,12 +33,13 @@ def load_fox(path=FOX):
                                     mesh.rest_world, unit_mm=10.0)
 
 
-def fox_clip(tpl, mesh, clip, cams, seed=0):
-    """One clip seen by a ring of ``cams`` cameras (2 px noise, 20 % dropout, 3 % outliers, no masks):
+def fox_clip(tpl, mesh, clip, cams, seed=0, masks=False):
+    """One clip seen by a ring of ``cams`` cameras (2 px noise, 20 % dropout, 3 % outliers, masks on request):
     (cameras, synthetic views, observations, our triangulation's MPJPE in mm)."""
     cameras, syn = make_views(tpl, mesh.animations[clip]["world"], 10.0, f"ring:{cams}", None,
-                              SynthConfig(masks=False, seed=seed))
-    obs = Observations(cameras, syn.keypoints, syn.confidence, tpl.keypoint_names)
+                              SynthConfig(masks=masks, seed=seed))
+    obs = Observations(cameras, syn.keypoints, syn.confidence, tpl.keypoint_names,
+                       *((syn.masks, syn.crops) if masks else ()))
     tri = triangulate_frames(cameras, syn.keypoints.double().numpy(), syn.confidence.double().numpy()).points
     return cameras, syn, obs, point_metrics(tri, syn.truth["keypoints"].double().numpy())["mpjpe_mm"]
 

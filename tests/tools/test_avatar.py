@@ -327,3 +327,24 @@ def test_temporal_and_offset_smoothness_terms_closed_forms(fox):
     assert float(prior_terms(tpl, shape, Pose.zeros(1, tpl), cfg, 1000.0, 1.0, False)[2]) < 1e-9
     shape.offsets[0, 1] = 20.0
     assert float(prior_terms(tpl, shape, Pose.zeros(1, tpl), cfg, 1000.0, 1.0, False)[2]) > 1e-6
+
+
+def test_bones_fixed_scale_keeps_the_global_scale_only_where_masks_act_in_the_bones_stage(fox):
+    """FitConfig.bones_fixed_scale (the study of RESULTS section 5): with silhouettes in the bones
+    stage the global scale stays at its value before that stage while the bone scales still move;
+    without the flag, or without silhouettes, the bones stage fits the scale as before."""
+    from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape
+
+    tpl, cams, syn = _posed_fox(fox, n_cams=4, frames=2)
+    obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+
+    def shape(steps, **kw):  # one mesh step (offsets only: neither scale nor bones) ends each run
+        config = FitConfig(shape_steps=(0, 0, steps, 1), crop=48, gate=1e6, **kw)
+        return fit_avatar_shape(tpl, obs, config, n_keyframes=2).shape
+
+    start = shape(0)   # the scale and bone scales the bones stage starts from
+    fixed = shape(6, bones_fixed_scale=True)
+    assert float(fixed.scale) == float(start.scale)
+    assert float((fixed.bone_scales - start.bone_scales).abs().max()) > 1e-3
+    for other in (shape(6), shape(6, bones_fixed_scale=True, silhouettes=False)):
+        assert abs(float(other.scale) - float(start.scale)) > 1e-4

@@ -80,6 +80,8 @@ class FitConfig:
                                     # half-way (0 = keep all; robust 2D residuals)
     mesh_bones: bool = False        # also refine scale and bone scales in the mesh stage (with silhouettes)
     bones_silhouettes: bool = True  # silhouettes (gated) already in the bones stage: masks shape the bones
+    bones_fixed_scale: bool = False  # with silhouettes in the bones stage, keep the global scale of the
+                                     # pose stage there (study, benchmarks/fit_avatar RESULTS section 5)
     keypoint_weights: dict = field(default_factory=dict)
 
 
@@ -416,9 +418,11 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
                     s0, length * s0)
     use = select_cameras(obs.confidence, config.cameras)
     kw = _kp_weights(template, config)
+    bones_sil = config.silhouettes and config.bones_silhouettes
     stages = [("global", ["grot", "dt", "log_scale"], False),
               ("pose", ["grot", "dt", "log_scale", "rot"], False),
-              ("bones", ["grot", "dt", "log_scale", "rot", "log_bones"], config.silhouettes and config.bones_silhouettes),
+              ("bones", ["grot", "dt", "rot", "log_bones"] + ([] if bones_sil and config.bones_fixed_scale else ["log_scale"]),
+               bones_sil),
               ("mesh", ["grot", "dt", "rot", "offsets"] + (["log_scale", "log_bones"] if config.mesh_bones else []),
                config.silhouettes)]
     hooks = hooks or Hooks(log=log)
