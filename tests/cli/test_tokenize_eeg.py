@@ -374,3 +374,35 @@ def test_event_window_errors_are_one_line(capsys, trained, shared_data, tmp_path
         code, err = inproc(capsys, "tokenize-eeg", "encode", tok, run, *args, "-o", out)
         one_line(code, err, "encode", fragment)
         assert not out.exists()
+
+
+def test_default_epochs_is_the_measured_choice(cli, capsys, shared_data, tmp_path):
+    """train's --epochs default is what the epochs study chose (issue 33, benchmarks/tokenize_eeg/
+    RESULTS.md): --print-config and a tokenizer trained without --epochs both say so, and the study's
+    files meet the rule written before the runs (the default's validation time NMSE / the k-means
+    floor's is lower than the other length's in >= 4 of the 6 choosing cells and on average on A and B)."""
+    from pathlib import Path
+
+    import yaml
+
+    proc = cli("tokenize-eeg", "train", "--print-config")
+    assert proc.returncode == 0, proc.stderr
+    default = yaml.safe_load(proc.stdout)["epochs"]
+    tok = tmp_path / "tok.st"
+    no_epochs = [a for i, a in enumerate(TINY) if "--epochs" not in TINY[max(0, i - 1):i + 1]]
+    code, err = inproc(capsys, "tokenize-eeg", "train", shared_data / S001 / "S001R01.edf", *no_epochs,
+                       "--max-windows", "4", "-o", tok)
+    assert code == 0, err
+    assert f"epoch {default}/{default}:" in err
+    assert read(tok).meta_json("eeg.training")["epochs"] == default
+    study = Path(__file__).resolve().parents[2] / "benchmarks" / "tokenize_eeg" / "results" / "study"
+    cells, means = [], {}
+    for path in sorted(study.glob("[AB]_epochs_s*.yaml")):
+        data = yaml.safe_load(path.read_text())
+        ratio = {v["train"]["epochs"]: v["test"]["time_nmse"] / data["kmeans_floor"]["time_nmse"]
+                 for v in data["variants"].values()}
+        (other,) = set(ratio) - {default}
+        cells.append(ratio[default] < ratio[other])
+        means.setdefault(data["split"], []).append(ratio[default] - ratio[other])
+    assert len(cells) == 6 and sorted(means) == ["A", "B"]
+    assert sum(cells) >= 4 and all(np.mean(d) < 0 for d in means.values()), (cells, means)

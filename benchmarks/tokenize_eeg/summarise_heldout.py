@@ -1,0 +1,40 @@
+"""Per-seed rows and means of heldout.py's files, grouped by epochs:
+
+    python benchmarks/tokenize_eeg/summarise_heldout.py benchmarks/tokenize_eeg/results/heldout_e*_s*.yaml
+"""
+
+import sys
+from collections import defaultdict
+
+import numpy as np
+import yaml
+
+groups = defaultdict(list)
+print("| epochs | seed | time NMSE (floor) | ratio | amp. NMSE tokens only (floor) | ratio | L/R fist tokens / band | "
+      "task/rest tokens / band | encode win/s ours / plain (x) | train wall / CPU s |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for path in sys.argv[1:]:
+    d = yaml.safe_load(open(path))
+    r, p, s = d["reconstruction"], d["probe"], d["speed"]
+    f = r["kmeans_floor"]
+    amp_floor = min(f["amplitude_nmse_signal"], f["amplitude_nmse"])
+    lr, tr = p["left_vs_right_fist_executed"], p["task_vs_rest"]
+    row = {"time": r["tokenizer"]["time_nmse"], "time_floor": f["time_nmse"], "rt": r["ratio_time"],
+           "amp": r["tokenizer"]["amplitude_nmse_tokens_only"], "amp_floor": amp_floor,
+           "ra": r["ratio_amplitude_tokens_only"],
+           "lr_t": lr["tokens"]["balanced_accuracy"], "lr_b": lr["band_power"]["balanced_accuracy"],
+           "tr_t": tr["tokens"]["balanced_accuracy"], "tr_b": tr["band_power"]["balanced_accuracy"],
+           "ours": s["ours_windows_per_s"], "plain": s["plain_windows_per_s"], "speedup": s["speedup"],
+           "wall": d["train_seconds"], "cpu": d.get("train_cpu_seconds", float("nan"))}
+    epochs = d["train_config"]["epochs"]
+    groups[epochs].append(row)
+    print(f"| {epochs} | {d['seed']} | {row['time']:.3f} ({row['time_floor']:.3f}) | {row['rt']:.3f} | "
+          f"{row['amp']:.3f} ({row['amp_floor']:.3f}) | {row['ra']:.3f} | {row['lr_t']:.3f} / {row['lr_b']:.3f} | "
+          f"{row['tr_t']:.3f} / {row['tr_b']:.3f} | {row['ours']:.1f} / {row['plain']:.1f} ({row['speedup']:.2f}) | "
+          f"{row['wall']:.0f} / {row['cpu']:.0f} |")
+for epochs, rows in sorted(groups.items()):
+    m = {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
+    print(f"| {epochs} | mean of {len(rows)} | {m['time']:.3f} ({m['time_floor']:.3f}) | {m['rt']:.3f} | "
+          f"{m['amp']:.3f} ({m['amp_floor']:.3f}) | {m['ra']:.3f} | {m['lr_t']:.3f} / {m['lr_b']:.3f} | "
+          f"{m['tr_t']:.3f} / {m['tr_b']:.3f} | {m['ours']:.1f} / {m['plain']:.1f} ({m['speedup']:.2f}) | "
+          f"{m['wall']:.0f} / {m['cpu']:.0f} |")
