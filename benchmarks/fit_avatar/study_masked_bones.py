@@ -22,7 +22,8 @@ from study_temporal import FOX, fox_clip, load_fox  # noqa: E402
 from cortexkit.tools.avatar.fit import FitConfig, fit_avatar_shape, track_sequence  # noqa: E402
 from cortexkit.tools.avatar.metrics import model_metrics  # noqa: E402
 
-VARIANTS = {"keypoints": {"silhouettes": False}, "masks": {}, "masks_fixed_scale": {"bones_fixed_scale": True}}
+VARIANTS = {"keypoints": {"silhouettes": False}, "masks": {}, "masks_fixed_scale": {"bones_fixed_scale": True},
+            "masks_mesh_only": {"bones_silhouettes": False}}
 
 
 def main():
@@ -31,6 +32,7 @@ def main():
     ap.add_argument("--cams", default="6", help="ring sizes, comma-separated")
     ap.add_argument("--keyframes", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--variants", default="keypoints,masks,masks_fixed_scale", help=",".join(VARIANTS))
     ap.add_argument("--fox", default=str(FOX))
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -40,7 +42,8 @@ def main():
         for clip in args.clips.split(","):
             cams, syn, obs, tri_mpjpe = fox_clip(tpl, mesh, clip, n_cams, args.seed, masks=True)
             row = {"frames": int(len(syn.keypoints)), "triangulate_mpjpe_mm": tri_mpjpe}
-            for name, over in VARIANTS.items():
+            for name in args.variants.split(","):
+                over = VARIANTS[name]
                 t0 = time.process_time()
                 shape = fit_avatar_shape(tpl, obs, FitConfig(**over), args.keyframes).shape
                 cpu = time.process_time() - t0
