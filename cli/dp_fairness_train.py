@@ -54,8 +54,8 @@ train_options = option_set(
     click.option("--batch-size", type=POSITIVE, default=None,
                  help="Expected Poisson batch size B (rate q = B / n, at most 1). Default: planned from n and "
                       "the budget (the largest q at which --max-steps steps of sigma 10 fit; raised for small groups)."),
-    click.option("--clip", type=POSITIVE, default=3.0, show_default=True,
-                 help="Per-example gradient clip norm C."),
+    click.option("--clip", type=POSITIVE, default=None,
+                 help="Per-example gradient clip norm C. Default: 3 with constraints, 1 with --constraint none."),
     click.option("--lr", type=POSITIVE, default=None,
                  help="Primal step size. Default: 2 divided by the clip norm (the mean clipped gradient moves the weights at most 2)."),
     click.option("--lr-dual", type=POSITIVE, default=None, help="Dual step size. Default: 0.03 / --gamma x sqrt(1000 / T)."),
