@@ -58,7 +58,7 @@ def ours(name, args, folder) -> dict:
             "rows": [{k: row[k] for k in keep if k in row} for row in r["rows"]]}
 
 
-def baselines(name, args, folder) -> dict:
+def baselines(name, args, folder, opacus_only=False) -> dict:
     from opacus.accountants.utils import get_noise_multiplier
     from sklearn.linear_model import LogisticRegression
 
@@ -87,6 +87,9 @@ def baselines(name, args, folder) -> dict:
     out = {"opacus": {"sigma_prv": sigma, "lr_chosen": best, "q": q, "steps": steps, "runs": opa,
                       **pareto35.summary(opa)}}
     print(name, "opacus", {k_: round(v, 4) for k_, v in pareto35.summary(opa).items()}, flush=True)
+    out["opacus"]["validation"] = {str(lr): v for lr, v in grid.items()}
+    if opacus_only:
+        return out
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from fairlearn.reductions import DemographicParity, ExponentiatedGradient
@@ -136,7 +139,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.datasets.split(","):
             for part in args.parts.split(","):
-                got = baselines(name, args, Path(tmp)) if part == "baselines" else {"ours": ours(name, args, Path(tmp))}
+                got = (baselines(name, args, Path(tmp), part == "opacus") if part in ("baselines", "opacus")
+                       else {"ours": ours(name, args, Path(tmp))})
                 # re-read: the other part may be writing the same file from another process
                 result = yaml.safe_load(out.read_text()) if out.exists() else None
                 result = result or {"benchmark": "issue 35 item 4: sweep --gammas auto vs Opacus at epsilon 1",
