@@ -54,8 +54,8 @@ train_options = option_set(
     click.option("--batch-size", type=POSITIVE, default=None,
                  help="Expected Poisson batch size B (rate q = B / n, at most 1). Default: planned from n and "
                       "the budget (the largest q at which --max-steps steps of sigma 10 fit; raised for small groups)."),
-    click.option("--clip", type=POSITIVE, default=3.0, show_default=True,
-                 help="Per-example gradient clip norm C."),
+    click.option("--clip", type=POSITIVE, default=None,
+                 help="Per-example gradient clip norm C. Default: 3 with constraints, 1 with --constraint none."),
     click.option("--lr", type=POSITIVE, default=None,
                  help="Primal step size. Default: 2 divided by the clip norm (the mean clipped gradient moves the weights at most 2)."),
     click.option("--lr-dual", type=POSITIVE, default=None, help="Dual step size. Default: 0.03 / --gamma x sqrt(1000 / T)."),
@@ -265,8 +265,9 @@ def account(run, **options):
 @verb(group, "sweep", output="report", torch_options=True, advanced=ADVANCED_TRAIN)
 @click.argument("table", metavar="TABLE|-")
 @click.option("--test", "test_table", required=True, metavar="TEST.csv", help="Held-out table for the Pareto front.")
-@click.option("--gammas", default="0.01,0.02,0.05,0.1,0.15,0.2", show_default=True, metavar="G[,G]",
-              help="The gamma grid.")
+@click.option("--gammas", default="0.01,0.02,0.05,0.1,0.15,0.2", show_default=True, metavar="G[,G]|auto",
+              help="The gamma grid, or auto: gamma 1 first, then 0.95, 0.9, 0.75, 0.5 and 0.25 of the group gap "
+                   "its released histograms show (demographic-parity and equalized-odds only).")
 @click.option("--seeds", type=Size(min=1, seconds=0.1, what='training runs per gamma'), default=1, show_default=True, help="Runs per gamma.")
 @click.option("--iterate", type=click.Choice(["last", "average"]), default="average", show_default=True)
 @output_option("--plot", metavar="PNG", help="Also draw test error vs DP gap (needs matplotlib).")
@@ -281,10 +282,13 @@ def sweep(run, table, test_table, gammas, seeds, iterate, plot, **options):
     grid = dpfair.parse_gammas(gammas)
     if options["constraint"] == "none":
         raise CortexError("sweep varies gamma: give a constraint, not none")
+    config = _train_config(**options)
+    if grid == dpfair.api.AUTO:
+        dpfair.api.check_auto(config)
     if plot is not None:
         require_matplotlib()
     data, test = _read_table(table, options["categorical"]), _read_table(test_table, options["categorical"])
-    report = dpfair.sweep(data, test, _train_config(**options), grid, seeds=seeds, iterate=iterate,
+    report = dpfair.sweep(data, test, config, grid, seeds=seeds, iterate=iterate,
                           seed=run.seed or 0, source=_source(table), test_source=test_table, device=run.device,
                           progress=run.progress, warn=run.warn, info=run.info)
     if plot is not None:

@@ -280,3 +280,21 @@ def test_clip_split_is_recorded_and_keeps_the_ledger(cli, one_line_error, tables
     assert not np.allclose(wj, ws)
     p = cli(TOOL, "train", train, *FAST, "--clip-split", "halves", "-o", tmp_path / "bad.safetensors")
     one_line_error(p, f"{TOOL} train", "Invalid value for '--clip-split'", code=2)
+
+
+@pytest.mark.parametrize("extra, clip, lr", [
+    (["--constraint", "none"], 1.0, 2.0),                       # unconstrained default: clip 1 (issue 35)
+    (["--gamma", "0.05"], 3.0, 2.0 / 3.0),                      # constrained runs keep clip 3
+    (["--constraint", "none", "--clip", "3"], 3.0, 2.0 / 3.0),  # an explicit --clip wins
+])
+def test_default_clip_depends_on_the_constraint(cli, tables, tmp_path, extra, clip, lr):
+    from safetensors.numpy import safe_open
+
+    train, _ = tables
+    model = tmp_path / "m.safetensors"
+    p = cli(TOOL, "train", train, *FAST, "--max-steps", "3", *extra, "-o", model)
+    assert p.returncode == 0, p.stderr
+    with safe_open(model, "np") as fh:
+        meta = fh.metadata()
+    assert yaml.safe_load(meta["dpfair.ledger"])["clip_norm"] == clip
+    assert yaml.safe_load(meta["dpfair.model"])["lr"] == pytest.approx(lr)

@@ -83,7 +83,8 @@ def test_default_batch_steps_and_steps_sizes_come_from_n_budget_and_groups(tmp_p
     assert 0 < q < 0.5 and led.steps == 40 and 0.98 <= led.epsilon_spent <= 1.0
     assert accounting.epsilon_spent(10.0, None, q, 40, 1e-5) <= 1.0       # sigma 10 fits at q ...
     assert accounting.epsilon_spent(10.0, None, 1.03 * q, 40, 1e-5) > 1.0  # ... and not at a 3 % larger q
-    assert 9.0 < led.sigma <= 10.0 and p.lr == pytest.approx(2.0 / 3.0)    # lr = 2 / clip
+    assert 9.0 < led.sigma <= 10.0 and p.lr == pytest.approx(2.0)          # lr = 2 / clip, clip 1 unconstrained
+    assert led.clip_norm == 1.0
     # under demographic parity the smallest group's batch count must be >= 7.07 Laplace stds (or q = 0.5)
     c = dpfair.plan(table, dpfair.TrainConfig(label="y", sensitive=["sex"], gamma=0.1, laplace_b=0.1,
                                               epsilon=1.0, max_steps=40))
@@ -98,6 +99,7 @@ def test_default_batch_steps_and_steps_sizes_come_from_n_budget_and_groups(tmp_p
     assert qc > p.ledger.sampling_rate
     assert c.ledger.steps < 40 and 0.98 <= c.ledger.epsilon_spent <= 1.0   # ... so fewer steps fit
     assert c.lr_dual == pytest.approx(0.03 / 0.1 * np.sqrt(1000 / c.ledger.steps))
+    assert c.ledger.clip_norm == 3.0 and c.lr == pytest.approx(2.0 / 3.0)  # constrained runs keep clip 3
     other = dpfair.plan(table, dpfair.TrainConfig(label="y", sensitive=["sex"], gamma=0.1, laplace_b=0.1,
                                                   epsilon=1.0, max_steps=40, count_epsilon=0.01), seed=1)
     noisy = dpfair.api.noisy_cell_counts(other.cells, 2, 0.01, seed=1)   # another seed, another noise

@@ -38,6 +38,9 @@ Q_MAX = 0.5               # largest default Poisson rate (above it subsampling a
 GROUP_MARGIN = 10 / math.sqrt(2.0)  # default q keeps each rate denominator's batch count >= 7.07 x its
                           # Laplace std (the expected_cell_warnings threshold), at most Q_MAX
 STEP_LENGTH = 2.0         # default --lr = STEP_LENGTH / clip: the mean clipped gradient moves theta <= 2
+CLIP_CONSTRAINED = 3.0    # default --clip with rate constraints (the paper's Adult setting)
+CLIP_UNCONSTRAINED = 1.0  # default --clip without (--constraint none: DP-SGD); chosen on Adult and COMPAS,
+                          # checked on German, Parkinsons and the synthetic table (issue 35, RESULTS.md)
 COUNT_SHARE = 0.05        # default --count-epsilon = COUNT_SHARE x epsilon: the planner's noisy cell sizes
 COUNT_STREAM = 0xC0      # seeds the count noise apart from the training loop's generator
 VALIDATION_FRACTION = 0.1  # default --validation: rows held out to score the baselines on
@@ -77,7 +80,7 @@ class TrainConfig:
     laplace_b: float = 0.03
     count_epsilon: float | None = None  # None: COUNT_SHARE x epsilon, spent on the constraint cells' sizes
     batch_size: float | None = None     # None: planned from n and the budget (default_sampling_rate)
-    clip: float = 3.0
+    clip: float | None = None           # None: CLIP_CONSTRAINED, or CLIP_UNCONSTRAINED with constraint "none"
     lr: float | None = None             # None: STEP_LENGTH / clip
     lr_dual: float | None = None        # None: DUAL_STEP / gamma
     dual_update: str = "heavy-ball"
@@ -225,7 +228,7 @@ def _ledger(config: TrainConfig, n: int, laplace_b: float | None, warn: Warn,
         if not (config.batch_size > 0) or math.isinf(config.batch_size):
             raise CortexError(f"--batch-size must be a positive finite number, got {config.batch_size}")
         q = min(1.0, float(config.batch_size) / n)
-    epsilon, delta, sigma, steps, clip = config.epsilon, config.delta, config.sigma, config.steps, config.clip
+    epsilon, delta, sigma, steps, clip = config.epsilon, config.delta, config.sigma, config.steps, resolved_clip(config)
     if config.non_private:
         return accounting.make_ledger(0.0, math.inf, None if laplace_b is None else math.inf, q, n,
                                       steps or config.max_steps, delta if 0 < delta < 1 else 1e-5)
@@ -270,6 +273,14 @@ def _ledger(config: TrainConfig, n: int, laplace_b: float | None, warn: Warn,
     if message:
         warn(message)
     return ledger
+
+
+def resolved_clip(config: TrainConfig) -> float:
+    """--clip, else its default: CLIP_UNCONSTRAINED without constraints (plain DP-SGD, where only the
+    cross-entropy gradient is clipped), CLIP_CONSTRAINED with them (the rate term needs the room)."""
+    if config.clip is not None:
+        return config.clip
+    return CLIP_UNCONSTRAINED if config.constraint == "none" else CLIP_CONSTRAINED
 
 
 def budget_shortfall(spent: float, epsilon: float, sigma: float, laplace_b: float | None, q: float, steps: int,
@@ -401,7 +412,8 @@ def plan(table: Columns, config: TrainConfig, *, source: str = "<table>", warn: 
     elif config.non_private and config.model_kind == "logistic":
         lr = nonprivate_step(encoder.transform(table)[0])
     else:
-        lr = STEP_LENGTH / (config.clip if math.isfinite(config.clip) else 4.0)
+        clip = resolved_clip(config)
+        lr = STEP_LENGTH / (clip if math.isfinite(clip) else 4.0)
     lr_dual = (config.lr_dual if config.lr_dual is not None
                else DUAL_STEP / max(config.gamma, 0.005) * math.sqrt(1000.0 / max(ledger.steps, 1)))
     for name, value in (("--lr", lr), ("--lr-dual", lr_dual)):
@@ -516,7 +528,11 @@ def train(table: Columns, config: TrainConfig, plan_: Plan | None = None, *, see
         reason = "step-cap"     # non-private: the planned steps ran out before the gradient vanished
     stop = {"ran": result.steps_run, "planned": ledger.steps, "reason": reason}
     if result.violation_tail is not None:
-        stop["train_violation"] = round(float(result.violation_tail.max()), 4)
+        j = int(result.violation_tail.argmax())
+        stop["train_violation"] = round(float(result.violation_tail[j]), 4)
+        stop["train_violation_se"] = round(float(result.violation_tail_se[j]), 5)
+        # the constraint values themselves (violation + gamma) of the most violated constraint
+        stop["train_value"] = round(float(result.violation_tail[j]) + float(p.constraints.gamma[j]), 5)
     return Fitted(tensors, metadata, result.history, stop)
 
 
@@ -699,24 +715,60 @@ def account(config: AccountConfig, warn: Warn = _no_warn) -> dict:
     return report
 
 
-def parse_gammas(text: str) -> list[float]:
+AUTO = "auto"
+AUTO_FRACTIONS = (0.95, 0.9, 0.75, 0.5, 0.25)   # --gammas auto: these shares of the gamma-1 run's group gap
+AUTO_NOISE_SE = 2.0       # warn when that gap is within this many standard errors of zero
+
+
+def parse_gammas(text: str) -> list[float] | str:
+    """The --gammas grid: numbers, or AUTO."""
+    if (text or "").strip().lower() == AUTO:
+        return AUTO
     grid = []
     for g in [t.strip() for t in (text or "").split(",") if t.strip()]:
         try:
             grid.append(float(g))
         except ValueError:
-            raise CortexError(f"--gammas: {g!r} is not a number") from None
+            raise CortexError(f"--gammas: {g!r} is not a number (or give --gammas auto)") from None
     if not grid:
         raise CortexError("--gammas is empty")
     return grid
 
 
-def sweep(table: Columns, test: Columns, config: TrainConfig, gammas: Sequence[float], *, seeds: int = 1,
-          iterate: str = "average", seed: int = 0, source: str = "<table>", test_source: str = "<test>",
-          device="cpu", progress=None, warn: Warn = _no_warn, info: Warn = _no_warn) -> dict:
-    """Train over a gamma grid at a fixed epsilon -> Pareto report (error vs gap on ``test``)."""
+def check_auto(config: TrainConfig) -> None:
+    """--gammas auto needs one built-in group-gap constraint whose gammas --gamma sets."""
+    if config.constraint_spec is not None:
+        raise CortexError(f"--gammas auto cannot be combined with a constraint spec file ({config.constraint}): "
+                          "its per-constraint gammas win over --gamma, so there is no single gamma to place; "
+                          "give --gammas G[,G]")
+    if config.constraint == "fnr":
+        raise CortexError("--gammas auto cannot be combined with --constraint fnr: it places gammas below the "
+                          "gap between groups, and fnr bounds one rate (the false-negative rate), not a gap; "
+                          "give --gammas G[,G]")
     if config.constraint == "none":
         raise CortexError("sweep varies gamma: give a constraint, not none")
+
+
+def auto_gammas(gap: float, fractions: Sequence[float] = AUTO_FRACTIONS) -> list[float]:
+    """The auto grid: each fraction of ``gap`` (floored at 0), rounded to 4 decimals, duplicates dropped."""
+    return list(dict.fromkeys(round(max(gap, 0.0) * f, 4) for f in fractions))
+
+
+def sweep(table: Columns, test: Columns, config: TrainConfig, gammas: Sequence[float] | str, *, seeds: int = 1,
+          iterate: str = "average", seed: int = 0, source: str = "<table>", test_source: str = "<test>",
+          device="cpu", progress=None, warn: Warn = _no_warn, info: Warn = _no_warn) -> dict:
+    """Train over a gamma grid at a fixed epsilon -> Pareto report (error vs gap on ``test``).
+
+    ``gammas`` AUTO: gamma 1 first (every group gap allowed: unconstrained, but its histograms are
+    released), then AUTO_FRACTIONS of the group gap those released histograms show over the last quarter
+    of the steps (free post-processing); the report's ``auto`` says the gap, its standard error and the grid.
+    """
+    if config.constraint == "none":
+        raise CortexError("sweep varies gamma: give a constraint, not none")
+    auto = gammas == AUTO
+    if auto:
+        check_auto(config)
+        gammas = [1.0]
     table, test = as_columns(table), as_columns(test)
     warn = once(warn)     # a sweep plans and trains many times: each cause is said once
     configs = [_with_gamma(config, g) for g in gammas]
@@ -724,12 +776,16 @@ def sweep(table: Columns, test: Columns, config: TrainConfig, gammas: Sequence[f
     free = replace(config, constraint="none", constraint_spec=None)
     free_plan = plan(table, free, source=source, warn=warn, seed=seed)
     rows, losers, dominated, unmet = [], [], [], []
-    free_models = []
+    free_models, free_runs = [], []
     for s in range(seeds):      # the unconstrained private model: the sweep's other baseline
         fitted = train(table, free, free_plan, seed=seed, generator_offset=1000 * s, device=device,
                        progress=progress, warn=warn)
         free_models.append(Model.from_fitted(fitted, iterate))
-    for g, c, p in zip(gammas, configs, plans):
+        free_runs.append(evaluate(free_models[-1], test, test_source, warn))
+    auto_report = None
+    todo = list(zip(gammas, configs, plans))
+    while todo:
+        g, c, p = todo.pop(0)
         runs, checks = [], []
         for s in range(seeds):
             fitted = train(table, c, p, seed=seed, generator_offset=1000 * s, device=device,
@@ -741,11 +797,7 @@ def sweep(table: Columns, test: Columns, config: TrainConfig, gammas: Sequence[f
                                             train_violation=fitted.stop.get("train_violation"))
             checks.append((report, found, fitted.stop))
         row = {"gamma": g, "epsilon": p.ledger.epsilon_spent, "steps": p.ledger.steps, "sigma": p.ledger.sigma}
-        for key in ("error", "accuracy", "dp_gap", "ovr_gap", "eo_gap"):
-            vals = [r[key] for r in runs if key in r]
-            if vals:
-                row[key] = statistics.fmean(vals)
-                row[f"{key}_sd"] = statistics.stdev(vals) if len(vals) > 1 else 0.0
+        row.update(_mean_metrics(runs))
         row["max_violation_hard"] = statistics.fmean(r["constraint_violation"]["max_violation_hard"] for r in runs)
         row["held_out"] = [r for r, _, _ in checks]
         violations = [st["train_violation"] for _, _, st in checks if "train_violation" in st]
@@ -760,13 +812,53 @@ def sweep(table: Columns, test: Columns, config: TrainConfig, gammas: Sequence[f
                 unmet.append(g)
         rows.append(row)
         info(f"gamma {g:g}: error {row['error']:.4f} dp_gap {row.get('dp_gap', float('nan')):.4f}")
+        if auto and auto_report is None:
+            auto_report = _auto_grid([st for _, _, st in checks], warn, info)
+            grid = auto_report["gammas"]
+            more = [_with_gamma(config, x) for x in grid]
+            todo = list(zip(grid, more, [plan(table, m, source=source, warn=warn, seed=seed) for m in more]))
+            gammas = [1.0] + grid
     _sweep_warnings(warn, losers, dominated, unmet, checks[0][0] if rows else {})
-    return {"constraint": config.constraint,
-            "epsilon_per_run": rows[0]["epsilon"], "delta": plans[0].ledger.delta,
-            "runs": (len(gammas) + 1) * seeds,
-            "privacy_note": "each run (every gamma, and the unconstrained baseline) spends epsilon_per_run; "
-                            "releasing all of them composes (at most runs x epsilon_per_run by basic composition)",
-            "iterate": iterate, "rows": rows}
+    out = {"constraint": config.constraint,
+           "epsilon_per_run": rows[0]["epsilon"], "delta": plans[0].ledger.delta,
+           "runs": (len(gammas) + 1) * seeds,
+           "privacy_note": "each run (every gamma, and the unconstrained baseline) spends epsilon_per_run; "
+                           "releasing all of them composes (at most runs x epsilon_per_run by basic composition)",
+           "iterate": iterate}
+    if auto_report is not None:
+        out["auto"] = auto_report
+    out["unconstrained"] = {"clip": free_plan.ledger.clip_norm, "steps": free_plan.ledger.steps,
+                            **_mean_metrics(free_runs)}
+    out["rows"] = rows
+    return out
+
+
+def _mean_metrics(runs: list[dict]) -> dict:
+    row = {}
+    for key in ("error", "accuracy", "dp_gap", "ovr_gap", "eo_gap"):
+        vals = [r[key] for r in runs if key in r]
+        if vals:
+            row[key] = statistics.fmean(vals)
+            row[f"{key}_sd"] = statistics.stdev(vals) if len(vals) > 1 else 0.0
+    return row
+
+
+def _auto_grid(stops: list[dict], warn: Warn, info: Warn) -> dict:
+    """The --gammas auto grid from the gamma-1 runs' released histograms (one stop record per seed): the
+    mean over seeds of the largest constraint value over the last quarter of the steps, its standard error,
+    and AUTO_FRACTIONS of it. Warns when the gap is within AUTO_NOISE_SE standard errors of zero."""
+    values = [st["train_value"] for st in stops]
+    gap = statistics.fmean(values)
+    se = math.sqrt(sum(st["train_violation_se"] ** 2 for st in stops)) / len(stops)
+    grid = auto_gammas(gap)
+    info(f"--gammas auto: the gamma 1 run's released group gap is {gap:.4f} (standard error {se:.4f}); "
+         f"gammas {', '.join(f'{x:g}' for x in grid)}")
+    if not gap > AUTO_NOISE_SE * se:
+        warn(f"--gammas auto: the group gap {gap:.4f} read from the released histograms is within "
+             f"{AUTO_NOISE_SE:g} standard errors ({se:.4f}) of zero: the gammas it places are noise; "
+             "give --gammas G[,G] or raise --epsilon")
+    return {"from": "released histograms of the gamma 1 run(s), mean over the last quarter of the steps",
+            "gap": gap, "gap_se": se, "fractions": list(AUTO_FRACTIONS), "gammas": grid}
 
 
 def _sweep_warnings(warn: Warn, losers, dominated, unmet, report: dict) -> None:

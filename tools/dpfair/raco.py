@@ -99,6 +99,7 @@ class TrainResult:
     steps_run: int = 0
     stop_reason: str = "completed"   # or "converged"
     violation_tail: torch.Tensor | None = None   # (J,) mean released violation over the last quarter of steps
+    violation_tail_se: torch.Tensor | None = None  # (J,) its standard error: sd over those steps / sqrt(steps)
 
 
 def laplace_noise(shape, scale: float, generator: torch.Generator, dtype=torch.float64, device="cpu") -> torch.Tensor:
@@ -338,7 +339,11 @@ def train(model: nn.Module, features: torch.Tensor, labels: torch.Tensor, cells:
                 break
     if violations:
         tail = violations[-max(1, len(violations) // 4):]
-        result.violation_tail = torch.stack(tail).mean(0)
+        stacked = torch.stack(tail)
+        result.violation_tail = stacked.mean(0)
+        # each step's histogram has its own Poisson batch and Laplace noise: near-independent draws
+        sd = stacked.std(0, unbiased=True) if len(tail) > 1 else torch.full_like(result.violation_tail, math.inf)
+        result.violation_tail_se = sd / math.sqrt(len(tail))
     result.params_last, result.params_avg = params, avg
     result.dual_last, result.dual_avg = dual, dual_avg
     return result
