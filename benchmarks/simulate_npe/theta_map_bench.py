@@ -87,11 +87,20 @@ def sbi_train(inf, theta, x, cfg: TrainConfig, resume=False):
     return de, time.process_time() - t0, inf.summary["epochs_trained"][-1]
 
 
+def our_variants(maps, bins=None):
+    """(tool name, FlowConfig) of our fits: one per theta map, or per (map, bins) with ``--bins``
+    (tool "cortexkit-MAP-bB"; without ``--bins`` the flow's default bins and the name "cortexkit-MAP")."""
+    if not bins:
+        return [(f"cortexkit-{m}", FlowConfig(theta_map=m)) for m in maps]
+    return [(f"cortexkit-{m}-b{b}", FlowConfig(theta_map=m, bins=b)) for m in maps for b in bins]
+
+
 def run(args):
     torch.set_num_threads(1)
     base = TrainConfig(lr=args.lr, batch_size=args.batch_size, validation_fraction=args.validation_fraction,
                        patience=args.patience)
     pre_cfg = M.pretrain_config(base, 1e-4, args.patience_pretrain or args.patience)
+    variants = our_variants(args.maps, args.bins)
     for name in args.tasks:
         task = get_task(name)
         ref = reference(name)
@@ -107,10 +116,10 @@ def run(args):
         for seed in args.seeds:
             pre = {}
             if lf is not None:
-                for tmap in args.maps:
+                for tool, fcfg in variants:
                     t0 = time.process_time()
-                    pre[tmap], h = M.fit_npe(task.prior, *lf, FlowConfig(theta_map=tmap), pre_cfg, seed)
-                    emit(args.out, {"task": name, "phase": "pretrain", "tool": f"cortexkit-{tmap}", "seed": seed,
+                    pre[tool], h = M.fit_npe(task.prior, *lf, fcfg, pre_cfg, seed)
+                    emit(args.out, {"task": name, "phase": "pretrain", "tool": tool, "seed": seed,
                                     "n_lf": args.n_lf, "cpu_s": time.process_time() - t0, "epochs": h.epochs})
                 from sbi.inference import NPE
 
@@ -125,15 +134,15 @@ def run(args):
                 th, x = theta_all[:n], x_all[:n]
                 do_npe, do_mf = n in args.n_sim, n in n_mf
                 rows = []
-                for tmap in args.maps:
+                for tool, fcfg in variants:
                     if do_npe:
                         t0 = time.process_time()
-                        post, h = M.fit_npe(task.prior, th, x, FlowConfig(theta_map=tmap), base, seed)
-                        rows.append(("npe", f"cortexkit-{tmap}", lambda xo, k, m=post: m.sample(k, xo), time.process_time() - t0, h.epochs))
-                    if tmap in pre and do_mf:
+                        post, h = M.fit_npe(task.prior, th, x, fcfg, base, seed)
+                        rows.append(("npe", tool, lambda xo, k, m=post: m.sample(k, xo), time.process_time() - t0, h.epochs))
+                    if tool in pre and do_mf:
                         t0 = time.process_time()
-                        ft, h = M.fine_tune(pre[tmap], th, x, base, seed, refit_x_stats=True)
-                        rows.append(("mf-npe", f"cortexkit-{tmap}", lambda xo, k, m=ft: m.sample(k, xo), time.process_time() - t0, h.epochs))
+                        ft, h = M.fine_tune(pre[tool], th, x, base, seed, refit_x_stats=True)
+                        rows.append(("mf-npe", tool, lambda xo, k, m=ft: m.sample(k, xo), time.process_time() - t0, h.epochs))
                 if not args.no_sbi:
                     from sbi.inference import NPE
 
@@ -185,7 +194,7 @@ def summarize(args):
             s = Q.mean_ci95(v)
             row[f"c2st_{c}"] = {"mean": round(s["mean"], 4), "ci95": round(s["ci95"], 4), "n": s["n"]}
         table.append(row)
-    pairs = compare(rows, ours=f"cortexkit-{args.ours_map}")
+    pairs = compare(rows, ours=args.ours or f"cortexkit-{args.ours_map}", anchor=args.anchor)
     report({"benchmark": "simulate-npe theta map and defaults vs sbi 0.27 (issue 36)",
             "metric": "C2ST, 1000 vs 1000 samples, 5-fold, seed 1, per reference observation",
             "train_time": "CPU seconds of the training call (time.process_time), one torch thread",
@@ -254,6 +263,8 @@ def main():
     ap.add_argument("--n-sim", type=int, nargs="+", default=[1000])
     ap.add_argument("--seeds", type=int, nargs="+", default=[12])
     ap.add_argument("--maps", nargs="+", default=["zscore", "logit"])
+    ap.add_argument("--bins", type=int, nargs="+", default=None,
+                    help="fit ours once per spline-bin count (tools cortexkit-MAP-bB); default: the flow's default, once")
     ap.add_argument("--mf", action="store_true", help="also MF-NPE and sbi fine-tuning (tasks with an LF simulator)")
     ap.add_argument("--n-sim-mf", type=int, nargs="+", default=None,
                     help="HF budgets of the MF rows (default: --n-sim); NPE runs at --n-sim only")
@@ -272,6 +283,8 @@ def main():
     ap.add_argument("--yaml")
     ap.add_argument("--markdown", action="store_true", help="with --summarize: also a markdown table, ours vs sbi")
     ap.add_argument("--ours-map", default="zscore", help="with --summarize: which of our maps faces sbi")
+    ap.add_argument("--ours", default=None, help="with --summarize: the tool name that faces the anchor (cortexkit-MAP)")
+    ap.add_argument("--anchor", default="sbi-zuko_nsf", help="with --summarize: the tool ours is compared with")
     args = ap.parse_args()
     if args.files:
         summarize(args)

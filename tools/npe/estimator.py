@@ -34,10 +34,11 @@ THETA_MAPS = ("zscore", "logit")
 
 @dataclass(frozen=True)
 class FlowConfig:
-    """Architecture of the flow (defaults: the MF-NPE paper's)."""
+    """Architecture of the flow (defaults: the MF-NPE paper's, except 10 spline bins, sbi 0.27's, to the
+    paper's 8: chosen on two moons, SLCP and SIR, benchmarks/simulate_npe/RESULTS.md stop 41)."""
 
     transforms: int = 5
-    bins: int = 8
+    bins: int = 10
     hidden: int = 50
     depth: int = 5
     embedding: str = "identity"  # or "mlp": 2-layer MLP(in, 50, out=embedding_dim)
