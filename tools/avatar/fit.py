@@ -254,8 +254,6 @@ def prior_terms(template: Template, shape: Shape, pose: Pose, config: FitConfig,
     rel = shape.scale / scale0
     bone = bone + (torch.relu(0.5 - rel) + torch.relu(rel - 2.0)).pow(2)
     smooth = torch.zeros((), dtype=th.dtype)
-    if shape.markers is not None and config.keypoint_offsets > 0 and shape.markers.requires_grad:
-        smooth = smooth + config.keypoint_offsets * th.shape[0] * (shape.markers / length).pow(2).sum(-1).mean()
     if shape.offsets.numel():
         from cortexkit.tools.avatar.model import vertex_offsets
 
@@ -265,6 +263,8 @@ def prior_terms(template: Template, shape: Shape, pose: Pose, config: FitConfig,
         lap = (d - mean_n / deg[:, None]).pow(2).sum()
         edge = (d[e[:, 0]] - d[e[:, 1]]).pow(2).sum()
         smooth = config.laplacian_weight * lap + config.edge_weight * edge
+    if shape.markers is not None and config.keypoint_offsets > 0 and shape.markers.requires_grad:
+        smooth = smooth + config.keypoint_offsets * th.shape[0] * (shape.markers / length).pow(2).sum(-1).mean()
     temp = torch.zeros((), dtype=th.dtype)
     if temporal and th.shape[0] > 1:
         w = torch.where(template.extremity, config.extremity_factor, 1.0).to(th.dtype)
