@@ -279,7 +279,8 @@ FIT_ADVANCED = ("symmetry", "limits", "exclude_offsets", "gate", "silhouette_wei
 @click.option("--keypoint-offsets", type=OffFloat(min=0), default=0.0, show_default=True, metavar="WEIGHT|off",
               help="Per-keypoint offsets (markers) riding on each keypoint's bone, fitted in the bones and "
                    "mesh stages with this L2 weight (on the mean squared offset in body lengths, per "
-                   "frame; 1000 absorbs offsets up to ~3 %% of the body); 0 or off (default): keypoints "
+                   "frame; on the hexapod 100 took 9 of a displaced eye's 13 mm, 1000 cut its error only 7.3 -> 5.2 mm); 0 or off "
+                   "(default): keypoints "
                    "sit exactly on the template's joints / vertex sets.")
 @_with(fit_opts)
 def shape(run, template, inputs, template_units, calibration, units, camera_names, n_keyframes, keyframes,
