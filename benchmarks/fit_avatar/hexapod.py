@@ -8,7 +8,10 @@ masks) and tracking. YAML on stdout.
 
 ``--set key=value`` overrides a FitConfig field (the study of defaults); ``--frames`` cuts the clip;
 ``--baseline`` adds track's held-out camera check (triangulation beside the avatar) to each rig;
-``--track-steps 120,240`` tracks each avatar again with each step count (same views and anchors).
+``--track-steps 120,240`` tracks each avatar again with each step count (same views and anchors);
+``--keypoint-offsets 0,1000,1000:mesh`` fits one keypoint-only avatar per marker weight (``:mesh``:
+markers free in the mesh stage only) against the same views and anchors, each under
+``avatar_keypoints_offsets_W``.
 """
 
 from __future__ import annotations
@@ -64,6 +67,8 @@ def main():
                     "FitConfig.track_steps); each under track_steps_N")
     ap.add_argument("--temporal", default="", help="also track with these temporal weights, WEIGHT[:ORDER] "
                     "comma-separated (order 1 velocity, 2 acceleration)")
+    ap.add_argument("--keypoint-offsets", default="", help="keypoint-only avatars with these marker weights "
+                    "(FitConfig.keypoint_offsets; W or W:mesh), comma-separated, instead of the default one")
     args = ap.parse_args()
     torch.set_num_threads(1)
     overrides = {}
@@ -101,9 +106,16 @@ def main():
             except Exception as exc:  # noqa: BLE001 - the anchor's own failure is a result
                 row["aniposelib_optim"] = f"failed: {type(exc).__name__}: {str(exc)[:120]}"
         obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
-        variants = [("keypoints", False)] + ([] if args.no_masks else [("masks", True)])
-        for name, sil in variants:
-            config = FitConfig(**{**overrides, "silhouettes": sil})
+        variants = [("keypoints", False, {})]
+        if args.keypoint_offsets:
+            variants = []
+            for item in args.keypoint_offsets.split(","):
+                w, _, where = item.partition(":")
+                variants.append((f"keypoints_offsets_{item.replace(':', '_')}", False,
+                                 {"keypoint_offsets": float(w), "markers_in_bones": where != "mesh"}))
+        variants += [] if args.no_masks else [("masks", True, {})]
+        for name, sil, extra in variants:
+            config = FitConfig(**{**overrides, **extra, "silhouettes": sil})
             t0, w0 = time.process_time(), time.perf_counter()
             shaped = fit_avatar_shape(tpl, obs, config, args.keyframes)
             shape_cpu = time.process_time() - t0
@@ -112,7 +124,19 @@ def main():
             tracked = track_sequence(tpl, shaped.shape, obs, track_config)
             track_cpu = time.process_time() - t1
             m = model_metrics(tpl, shaped.shape, tracked.pose, truth, cams)
+            with torch.no_grad():
+                from cortexkit.tools.avatar.model import forward
+
+                _, _, kps = forward(tpl, shaped.shape, tracked.pose, with_vertices=False)
+            per_kp = (kps.double() - truth["keypoints"].double()).norm(dim=-1).mean(0)
+            per_kp = {n: round(float(e), 4) for n, e in zip(tpl.keypoint_names, per_kp)
+                      if n in ("eye_left", "eye_right", "head_tip", "back")}
+            markers = shaped.shape.markers
             row[f"avatar_{name}"] = {
+                "keypoint_mpjpe_mm": per_kp,
+                "marker_mm": None if markers is None else {
+                    n: round(float(x), 3) for n, x in zip(tpl.keypoint_names, markers.norm(dim=-1))
+                    if n in ("eye_left", "eye_right", "head_tip", "back")},
                 "track_mpjpe_mm": m["mpjpe_mm"], "track_pa_mpjpe_mm": m["pa_mpjpe_mm"],
                 "vertex_error_mm": m["vertex_error_mm"], "joint_angle_error_deg": m["joint_angle_error_deg"],
                 "bone_scale_error": m["bone_scale_error"], "bone_scale_error_max": m["bone_scale_error_max"],

@@ -348,3 +348,28 @@ def test_bones_fixed_scale_keeps_the_global_scale_only_where_masks_act_in_the_bo
     assert float((fixed.bone_scales - start.bone_scales).abs().max()) > 1e-3
     for other in (shape(6), shape(6, bones_fixed_scale=True, silhouettes=False)):
         assert abs(float(other.scale) - float(start.scale)) > 1e-4
+
+
+def test_keypoint_marker_penalty_closed_form_beside_the_offset_terms(fox):
+    """The markers' L2 term is keypoint_offsets x frames x mean_k |m_k / L|^2, added to (not
+    replacing) the offsets' smoothness terms; 0 switches it off."""
+    from cortexkit.tools.avatar.fit import FitConfig, prior_terms
+    from cortexkit.tools.avatar.model import Pose, Shape
+
+    _, tpl = fox
+    K = len(tpl.keypoint_names)
+    offsets = torch.zeros(tpl.n_offsets, 3)
+    offsets[0, 1] = 20.0                                            # a bumped offset: smoothness > 0
+    markers = torch.zeros(K, 3)
+    markers[0] = torch.tensor([30.0, 0.0, 40.0])                    # 50 mm = 0.05 body lengths at L 1000
+    markers.requires_grad_(True)
+    pose = Pose.zeros(3, tpl)
+    plain = Shape(torch.ones(()), torch.ones(tpl.n_groups), offsets)
+    marked = Shape(torch.ones(()), torch.ones(tpl.n_groups), offsets, markers, list(tpl.keypoint_names))
+    cfg = FitConfig(keypoint_offsets=1000.0)
+    base = float(prior_terms(tpl, plain, pose, cfg, 1000.0, 1.0, False)[2])
+    with_markers = float(prior_terms(tpl, marked, pose, cfg, 1000.0, 1.0, False)[2])
+    assert base > 1e-6
+    assert abs(with_markers - base - 1000.0 * 3 * 0.05 ** 2 / K) < 1e-6 * max(1.0, with_markers)
+    off = float(prior_terms(tpl, marked, pose, FitConfig(keypoint_offsets=0.0), 1000.0, 1.0, False)[2])
+    assert abs(off - base) < 1e-9

@@ -178,3 +178,55 @@ def test_acceleration_temporal_term_is_zero_for_steady_motion(mesh):
     assert temporal(pose, 2) < 1e-12 < temporal(pose, 1)
     pose.rotations[3, j, 2] += 0.2
     assert temporal(pose, 2) > 1e-4
+
+
+def test_keypoint_markers_ride_rigidly_on_the_keypoints_bone(mesh):
+    """A marker (per-keypoint offset, rest frame of the keypoint's bone) moves a posed keypoint by
+    R_g M_j m in closed form: the bone's rotation, nothing else; other bones leave it alone."""
+    from cortexkit.tools.avatar.model import Pose, Shape, forward, marker_joints
+    from cortexkit.tools.avatar.rotation import rodrigues
+
+    spec = yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text())
+    tpl = build(mesh, keypoints=spec)
+    K = len(tpl.keypoint_names)
+    dominant = marker_joints(tpl)
+    eye, knee = tpl.keypoint_names.index("eye_left"), tpl.keypoint_names.index("knee2_L")
+    assert tpl.joint_names[int(dominant[eye])] == "head"          # the eye vertices are skinned to the head
+    assert tpl.joint_names[int(dominant[knee])] == "tibia2_L"     # a joint keypoint: its own joint
+    torch.manual_seed(0)
+    markers = torch.randn(K, 3) * 5.0
+    plain = Shape(torch.tensor(1.2), torch.ones(tpl.n_groups) * 1.05, torch.zeros(tpl.n_offsets, 3))
+    marked = Shape(plain.scale, plain.bone_scales, plain.offsets, markers, list(tpl.keypoint_names))
+    pose = Pose.zeros(1, tpl)
+    head, tibia, other = (tpl.joint_names.index(n) for n in ("head", "tibia2_L", "tibia1_R"))
+    theta = torch.tensor([[0.3, -0.5, 0.8]])
+    pose.rotations[0, head] = theta[0]
+    pose.rotations[0, tibia] = torch.tensor([0.0, 0.0, 1.1])
+    pose.rotations[0, other] = torch.tensor([0.9, 0.2, 0.0])     # moves neither keypoint's bone
+    pose.global_rot[0] = torch.tensor([0.2, 0.1, -0.4])
+    pose.global_t[0] = torch.tensor([10.0, -20.0, 30.0])
+    _, _, kp0 = forward(tpl, plain, pose)
+    _, _, kp1 = forward(tpl, marked, pose)
+    g = rodrigues(pose.global_rot)[0]
+
+    def chain(j):       # M_j = Π over the chain root..j of Q_i R(θ_i) Q_iᵀ (only free joints rotate)
+        m = torch.eye(3)
+        path = []
+        while j >= 0:
+            path.append(j)
+            j = tpl.parents[j]
+        for i in reversed(path):
+            q = tpl.frames[i]
+            r = rodrigues((pose.rotations[0, i] * tpl.free[i].float())[None])[0]
+            m = m @ q @ r @ q.T
+        return m
+
+    for k in (eye, knee):
+        expect = g @ chain(int(dominant[k])) @ markers[k]
+        np.testing.assert_allclose((kp1 - kp0)[0, k].numpy(), expect.numpy(), atol=1e-4)
+    # the head's rotation turns the eye's marker: not a fixed world offset
+    assert float((kp1 - kp0)[0, eye].sub(g @ markers[eye]).norm()) > 1.0
+    # markers are kept by name when the keypoints are selected / reordered (the views' order)
+    names = ["knee2_L", "eye_left"]
+    _, _, kp2 = forward(tpl.select_keypoints(names), marked, pose)
+    np.testing.assert_allclose(kp2[0].numpy(), kp1[0, [knee, eye]].numpy(), atol=1e-5)

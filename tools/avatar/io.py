@@ -76,6 +76,11 @@ def avatar_to_tensors(template: Template, shape: Shape, colors=None):
     tensors.update({"shape.scale": shape.scale.detach().reshape(1).float(),
                     "shape.bone_scales": shape.bone_scales.detach().float(),
                     "shape.offsets": shape.offsets.detach().float()})
+    from cortexkit.tools.avatar.model import keypoint_markers
+
+    markers = keypoint_markers(template, shape)
+    if markers is not None:                                       # (K, 3) mm, rows of the keypoints
+        tensors["shape.markers"] = markers.detach().float()
     from cortexkit.tools.avatar.export import rest_mesh
 
     tensors["mesh.vertices"] = rest_mesh(template, shape)          # (V_src, 3) the input's order
@@ -88,7 +93,10 @@ def avatar_from_artifact(art):
     meta = art.meta_json("cortexkit.avatar")
     template = template_from_tensors(art.tensors, meta)
     t = art.tensors
-    shape = Shape(t["shape.scale"].reshape(()).float(), t["shape.bone_scales"].float(), t["shape.offsets"].float())
+    markers = t.get("shape.markers")          # optional: avatars written before the markers have none
+    shape = Shape(t["shape.scale"].reshape(()).float(), t["shape.bone_scales"].float(), t["shape.offsets"].float(),
+                  None if markers is None else markers.float(),
+                  None if markers is None else list(template.keypoint_names))
     return template, shape, t.get("colors")
 
 

@@ -86,11 +86,16 @@ class Template:
 
 @dataclass
 class Shape:
-    """Subject shape: scale (), bone_scales (G,), offsets (P, 3) in mm."""
+    """Subject shape: scale (), bone_scales (G,), offsets (P, 3) in mm; optional keypoint markers
+    (K, 3) mm with their keypoint names: each keypoint's offset from the template's joint / vertex
+    set, in the rest frame of the bone that carries it (:func:`marker_joints`), so it rides
+    rigidly with that bone (a keypoint the hidden individual has off the template's vertices)."""
 
     scale: torch.Tensor
     bone_scales: torch.Tensor
     offsets: torch.Tensor
+    markers: torch.Tensor | None = None
+    marker_names: list[str] | None = None
 
     @staticmethod
     def neutral(template: Template, dtype=torch.float32) -> "Shape":
@@ -122,6 +127,32 @@ def vertex_offsets(template: Template, offsets: torch.Tensor) -> torch.Tensor:
     valid = idx >= 0
     full[valid] = offsets[idx[valid]] * template.offset_mirror[valid].to(offsets.dtype)
     return full
+
+
+def marker_joints(template: Template) -> torch.Tensor:
+    """(K,) the bone that carries each keypoint: the joint with the largest weight among its
+    joint weights plus its vertex set's skinning weights (a joint keypoint: that joint)."""
+    score = template.keypoints_joint.abs().double() + template.keypoints_vertex.abs().double() @ template.weights.double()
+    return score.argmax(1)
+
+
+def keypoint_markers(template: Template, shape: Shape) -> torch.Tensor | None:
+    """The shape's markers (K, 3) mm in the order of ``template.keypoint_names`` (zeros for a
+    keypoint the shape has no marker for), or None when the shape has none."""
+    if shape.markers is None:
+        return None
+    names = shape.marker_names
+    if names is None or list(names) == list(template.keypoint_names):
+        if len(shape.markers) != len(template.keypoint_names):
+            raise ValueError(f"{len(shape.markers)} keypoint markers for {len(template.keypoint_names)} keypoints")
+        return shape.markers
+    index = {n: i for i, n in enumerate(names)}
+    rows = [index.get(n, -1) for n in template.keypoint_names]
+    out = shape.markers.new_zeros(len(rows), 3)
+    have = [k for k, r in enumerate(rows) if r >= 0]
+    if have:
+        out = out.index_copy(0, torch.tensor(have), shape.markers[[rows[k] for k in have]])
+    return out
 
 
 def forward(template: Template, shape: Shape, pose: Pose, *, with_vertices: bool = True):
@@ -161,6 +192,10 @@ def forward(template: Template, shape: Shape, pose: Pose, *, with_vertices: bool
     keypoints = torch.einsum("kj,nja->nka", template.keypoints_joint.to(dtype), joints_world)
     if verts_world is not None and template.keypoints_vertex.abs().sum() > 0:
         keypoints = keypoints + torch.einsum("kv,nva->nka", template.keypoints_vertex.to(dtype), verts_world)
+    markers = keypoint_markers(template, shape)
+    if markers is not None:   # rest-frame offsets carried by the bone's world rotation R_g M_j
+        bone_rot = g[:, None] @ m[:, marker_joints(template)]          # (N, K, 3, 3)
+        keypoints = keypoints + torch.einsum("nkab,kb->nka", bone_rot, markers.to(dtype))
     return (verts_world if with_vertices else None), joints_world, keypoints
 
 

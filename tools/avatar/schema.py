@@ -100,6 +100,7 @@ AVATAR = Schema(
              Tensor("shape.scale", "float", (1,), finite=True, min=0, min_open=True),
              Tensor("shape.bone_scales", "float", ("G",), finite=True),
              Tensor("shape.offsets", "float", ("P", 3), finite=True),
+             Tensor("shape.markers", "float", ("K", 3), finite=True, optional=True),
              Tensor("colors", "float", ("V", None), finite=True, optional=True)),
     check=_check_avatar)
 
