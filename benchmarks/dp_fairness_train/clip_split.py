@@ -21,7 +21,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -52,23 +51,12 @@ def dataset(name: str, args, folder: Path) -> dict:
                                                   **pareto35.summary(rows)}
             print(name, g, split, {k: round(v, 4) for k, v in pareto35.summary(rows).items()}, flush=True)
     if not args.no_opacus:
-        from opacus.accountants.utils import get_noise_multiplier
-
         x, y, g_tr, xe, ye, ge, classes = transfer.encode(train, test, label, sensitive)
         k = len(classes)
         q, steps = unc[0]["q"], unc[0]["steps"]
-        sigma = get_noise_multiplier(target_epsilon=args.epsilon, target_delta=1e-5, sample_rate=q, steps=steps,
-                                     accountant="prv", epsilon_tolerance=0.005)
-        rng = np.random.default_rng(0)
-        val = np.zeros(len(y), dtype=bool)
-        val[rng.choice(len(y), len(y) // 5, replace=False)] = True
-        vt = torch.as_tensor(val)
         lrs = [float(v) for v in args.lrs.split(",")]
-        grid = {lr: transfer.scores(transfer.opacus_run(x[~vt], y[~vt], x[vt], q, steps, sigma, lr, 0), y[vt],
-                                    g_tr[val], k) for lr in lrs}
-        best = max(lrs, key=lambda lr: grid[lr]["accuracy"])
-        opa = [transfer.scores(transfer.opacus_run(x, y, xe, q, steps, sigma, best, s), ye, ge, k)
-               for s in range(args.seeds)]
+        sigma, best, grid, opa = transfer.opacus_tuned(x, y, g_tr, xe, ye, ge, k, q, steps, args.epsilon, lrs,
+                                                       args.seeds)
         out["opacus"] = {"sigma_prv": sigma, "lr_chosen": best, "q": q, "steps": steps, "runs": opa,
                          **pareto35.summary(opa)}
         print(name, "opacus", {k_: round(v, 4) for k_, v in pareto35.summary(opa).items()}, flush=True)

@@ -29,7 +29,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import torch
 import yaml
 
@@ -59,7 +58,6 @@ def ours(name, args, folder) -> dict:
 
 
 def baselines(name, args, folder, opacus_only=False) -> dict:
-    from opacus.accountants.utils import get_noise_multiplier
     from sklearn.linear_model import LogisticRegression
 
     from cortexkit.tools import dpfair
@@ -72,18 +70,8 @@ def baselines(name, args, folder, opacus_only=False) -> dict:
     q, steps = plan.ledger.sampling_rate, plan.ledger.steps
     x, y, g_tr, xe, ye, ge, classes = transfer.encode(train, test, label, sensitive)
     k = len(classes)
-    sigma = get_noise_multiplier(target_epsilon=args.epsilon, target_delta=1e-5, sample_rate=q, steps=steps,
-                                 accountant="prv", epsilon_tolerance=0.005)
-    rng = np.random.default_rng(0)
-    val = np.zeros(len(y), dtype=bool)
-    val[rng.choice(len(y), len(y) // 5, replace=False)] = True
-    vt = torch.as_tensor(val)
     lrs = [float(v) for v in args.lrs.split(",")]
-    grid = {lr: transfer.scores(transfer.opacus_run(x[~vt], y[~vt], x[vt], q, steps, sigma, lr, 0), y[vt], g_tr[val], k)
-            for lr in lrs}
-    best = max(lrs, key=lambda lr: grid[lr]["accuracy"])
-    opa = [transfer.scores(transfer.opacus_run(x, y, xe, q, steps, sigma, best, s), ye, ge, k)
-           for s in range(args.seeds)]
+    sigma, best, grid, opa = transfer.opacus_tuned(x, y, g_tr, xe, ye, ge, k, q, steps, args.epsilon, lrs, args.seeds)
     out = {"opacus": {"sigma_prv": sigma, "lr_chosen": best, "q": q, "steps": steps, "runs": opa,
                       **pareto35.summary(opa)}}
     print(name, "opacus", {k_: round(v, 4) for k_, v in pareto35.summary(opa).items()}, flush=True)

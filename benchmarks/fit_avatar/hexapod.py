@@ -22,7 +22,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 import yaml
 
@@ -151,26 +150,21 @@ def main():
                 check = held_out_check(tpl, shaped.shape, obs, track_config)
                 row[f"avatar_{name}"]["baseline_check"] = {**check, "cpu_s": time.process_time() - t1,
                                                            "track_cpu_s": track_cpu}
-            for n in [int(x) for x in args.track_steps.split(",") if x]:
+            variants = [(f"track_steps_{n}", {"track_steps": n})
+                        for n in [int(x) for x in args.track_steps.split(",") if x]]
+            for item in [x for x in args.temporal.split(",") if x]:
+                w, order = (float(item.split(":")[0]), int(item.split(":")[1])) if ":" in item else (float(item), 1)
+                variants.append((f"track_temporal_{w:g}_order_{order}", {"temporal_weight": w, "temporal_order": order}))
+            for key, extra in variants:   # one track per variant, same avatar and views
                 t1 = time.process_time()
                 pose = track_sequence(tpl, shaped.shape, obs, FitConfig(**{
-                    **overrides, "silhouettes": False, "track_steps": n})).pose
+                    **overrides, "silhouettes": False, **extra})).pose
                 cpu = (time.process_time() - t1) / len(world)
                 mw = model_metrics(tpl, shaped.shape, pose, truth, cams)
-                row[f"avatar_{name}"][f"track_steps_{n}"] = {
+                row[f"avatar_{name}"][key] = {
                     "mpjpe_mm": mw["mpjpe_mm"], "pa_mpjpe_mm": mw["pa_mpjpe_mm"],
                     "vertex_error_mm": mw["vertex_error_mm"], "joint_angle_error_deg": mw["joint_angle_error_deg"],
                     "cpu_s_per_frame": cpu, "peak_rss_mb_so_far": peak_mb()}
-            for item in [x for x in args.temporal.split(",") if x]:
-                w, order = (float(item.split(":")[0]), int(item.split(":")[1])) if ":" in item else (float(item), 1)
-                t1 = time.process_time()
-                pose = track_sequence(tpl, shaped.shape, obs, FitConfig(**{
-                    **overrides, "silhouettes": False, "temporal_weight": w, "temporal_order": order})).pose
-                cpu = (time.process_time() - t1) / len(world)
-                mw = model_metrics(tpl, shaped.shape, pose, truth, cams)
-                row[f"avatar_{name}"][f"track_temporal_{w:g}_order_{order}"] = {
-                    "mpjpe_mm": mw["mpjpe_mm"], "vertex_error_mm": mw["vertex_error_mm"],
-                    "joint_angle_error_deg": mw["joint_angle_error_deg"], "cpu_s_per_frame": cpu}
             print(f"# {n_cams} cams {name}: {row[f'avatar_{name}']}", file=sys.stderr, flush=True)
         out["rigs"][n_cams] = row
         print(f"# {n_cams} cams: {yaml.safe_dump(row, default_flow_style=True, width=10000)}", file=sys.stderr, flush=True)
