@@ -22,10 +22,7 @@ import transfer  # noqa: E402
 
 
 def dataset(name: str, args, folder: Path) -> dict:
-    if name == "synthetic":
-        train, test, tr, te, label, sensitive = pareto35.synthetic(folder)
-    else:
-        train, test, tr, te, label, sensitive = transfer.split(name, folder)
+    train, test, tr, te, label, sensitive = pareto35.split(name, folder)
     out = {"rows_train": len(train), "rows_test": len(test)}
     for clip in [float(c) for c in args.clips.split(",")]:
         rows = [transfer.ours(tr, te, label, sensitive, folder, f"{name}_c{clip}", s, args.epsilon,

@@ -30,10 +30,7 @@ import transfer  # noqa: E402
 
 
 def dataset(name: str, args, folder: Path) -> dict:
-    if name == "synthetic":
-        train, test, tr, te, label, sensitive = pareto35.synthetic(folder)
-    else:
-        train, test, tr, te, label, sensitive = transfer.split(name, folder)
+    train, test, tr, te, label, sensitive = pareto35.split(name, folder)
     t0 = time.perf_counter()
     out = {"rows_train": len(train), "rows_test": len(test)}
 

@@ -38,14 +38,8 @@ import pareto35  # noqa: E402
 import transfer  # noqa: E402
 
 
-def split(name: str, folder: Path):
-    if name == "synthetic":
-        return pareto35.synthetic(folder)
-    return transfer.split(name, folder)
-
-
 def ours(name, args, folder) -> dict:
-    train, test, tr, te, label, sensitive = split(name, folder)
+    train, test, tr, te, label, sensitive = pareto35.split(name, folder)
     report = folder / f"{name}_sweep.yaml"
     t0 = time.perf_counter()
     subprocess.run([transfer.CORTEXKIT, "dp-fairness-train", "sweep", str(tr), "--test", str(te), "--label", label,
@@ -63,7 +57,7 @@ def baselines(name, args, folder, opacus_only=False) -> dict:
     from cortexkit.tools import dpfair
     from cortexkit.tools.dpfair.io import read_columns
 
-    train, test, tr, te, label, sensitive = split(name, folder)
+    train, test, tr, te, label, sensitive = pareto35.split(name, folder)
     t0 = time.perf_counter()
     plan = dpfair.plan(read_columns(str(tr)), dpfair.TrainConfig(label=label, sensitive=[sensitive], constraint="none",
                                                                  epsilon=args.epsilon))

@@ -29,10 +29,7 @@ from cortexkit.tools.dpfair import models, raco  # noqa: E402
 def run(name: str, folder: Path) -> dict:
     from sklearn.linear_model import LogisticRegression
 
-    if name == "synthetic":
-        train, test, _, _, label, sensitive = pareto35.synthetic(folder)
-    else:
-        train, test, _, _, label, sensitive = transfer.split(name, folder)
+    train, test, _, _, label, sensitive = pareto35.split(name, folder)
     tr = {c: train[c].astype(str).tolist() for c in train.columns}
     te = {c: test[c].astype(str).tolist() for c in test.columns}
     x, y, _, xe, ye, _, classes = transfer.encode(train, test, label, sensitive)

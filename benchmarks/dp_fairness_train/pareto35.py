@@ -63,6 +63,11 @@ def synthetic(folder: Path, n: int = 30000, seed: int = 35):
     return train, test, tr, te, "approved", "sex"
 
 
+
+def split(name: str, folder: Path):
+    """The 75/25 split of a shipped table (transfer.split), or of the synthetic table."""
+    return synthetic(folder) if name == "synthetic" else transfer.split(name, folder)
+
 def summary(rows):
     out = {"accuracy": statistics.fmean(r["accuracy"] for r in rows),
            "dp_gap": statistics.fmean(r["dp_gap"] for r in rows)}
@@ -76,10 +81,7 @@ def dataset(name: str, args, folder: Path) -> dict:
     from opacus.accountants.utils import get_noise_multiplier
     from sklearn.linear_model import LogisticRegression
 
-    if name == "synthetic":
-        train, test, tr, te, label, sensitive = synthetic(folder)
-    else:
-        train, test, tr, te, label, sensitive = transfer.split(name, folder)
+    train, test, tr, te, label, sensitive = split(name, folder)
     t0 = time.perf_counter()
     out = {"rows_train": len(train), "rows_test": len(test), "label": label, "sensitive": sensitive}
     unc = [transfer.ours(tr, te, label, sensitive, folder, f"{name}_none", s, args.epsilon, ["--constraint", "none"])
