@@ -224,7 +224,9 @@ def compare(rows, ours="cortexkit-zscore", anchor="sbi-zuko_nsf"):
                "train_cpu_s": [round(sum(x["train_cpu_s"] for x in a) / len(a), 2),
                                round(sum(y["train_cpu_s"] for y in b) / len(b), 2)]}
         row["cpu_ratio"] = round(row["train_cpu_s"][0] / row["train_cpu_s"][1], 2)
-        for c in sorted(k[5:] for k in a[0] if k.startswith("c2st_") and k != "c2st_cpu_s"):
+        # the classifiers every paired row has (files run with --classifiers rf beside rf mlp ones)
+        scored = [{k[5:] for k in r if k.startswith("c2st_") and k != "c2st_cpu_s"} for r in a + b]
+        for c in sorted(set.intersection(*scored)):
             va, vb = [], []
             per_seed = []
             for x, y in zip(a, b):
