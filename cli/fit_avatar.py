@@ -7,7 +7,7 @@ import os
 import click
 
 from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
-from cortexkit.cli.options import Float, OutputPath, Regex, Size
+from cortexkit.cli.options import OffFloat, OutputPath, Regex, Size
 from cortexkit.formats.errors import CortexError
 from cortexkit.tools.avatar import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
@@ -18,17 +18,6 @@ group = tool_group(
 
 UNITS = click.Choice(["mm", "cm", "m"])
 MAX_RING = 256  # virtual cameras of --rig ring:N (the size guard of synth: every camera renders every frame)
-
-class OffFloat(Float):
-    """A non-negative weight, or ``off`` (= 0, the term disabled)."""
-
-    name = "off|float"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, str) and value.strip().lower() == "off":
-            return 0.0
-        return super().convert(value, param, ctx)
-
 
 def _yaml(path, option: str = ""):
     """A YAML mapping file of an option (``--keypoints``, ``--limits``), or a one-line error."""
@@ -186,28 +175,12 @@ def synth(run, template, template_units, clip, frames, rig, units, noise, dropou
         from cortexkit.tools.avatar.texture import synthetic_colors
 
         truth["colors"] = synthetic_colors(tpl.vertices)
-        _write_renders(cams, syn.truth["vertices"], tpl.faces, truth["colors"], image_dir, mask_dir)
+        from cortexkit.tools.avatar.texture import write_renders
+
+        write_renders(cams, syn.truth["vertices"], tpl.faces, truth["colors"], image_dir, mask_dir)
     tensors, meta = views_to_tensors(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, crops=syn.crops,
                                      masks=syn.masks, truth=truth)
     run.write_artifact(tensors, VIEWS, metadata=meta)
-
-
-def _write_renders(cams, vertices, faces, colors, image_dir, mask_dir, progress=None):
-    import cv2
-
-    from cortexkit.tools.avatar.texture import render
-
-    for folder, cols in ((image_dir, colors), (mask_dir, None)):
-        if folder is None:
-            continue
-        for name in cams.names:
-            os.makedirs(os.path.join(folder, name), exist_ok=True)
-        frames = vertices if progress is None else progress(vertices, desc="render", unit="frame")
-        for f, verts in enumerate(frames):
-            for name, img in zip(cams.names, render(cams, verts, faces, cols)):
-                path = os.path.join(folder, name, f"{f:05d}.png")
-                if not cv2.imwrite(path, img):
-                    raise CortexError(f"{path}: cannot write the image")
 
 
 @verb(group, "triangulate", output="table", advanced=("max_pairs",))
@@ -278,10 +251,8 @@ FIT_ADVANCED = ("symmetry", "limits", "exclude_offsets", "gate", "silhouette_wei
                    "colour from the visible faces of the keyframes (texture stage).")
 @click.option("--keypoint-offsets", type=OffFloat(min=0), default=0.0, show_default=True, metavar="WEIGHT|off",
               help="Per-keypoint offsets (markers) riding on each keypoint's bone, fitted in the bones and "
-                   "mesh stages with this L2 weight (on the mean squared offset in body lengths, per "
-                   "frame; on the hexapod 100 took 9 of a displaced eye's 13 mm, 1000 cut its error only 7.3 -> 5.2 mm); 0 or off "
-                   "(default): keypoints "
-                   "sit exactly on the template's joints / vertex sets.")
+                   "mesh stages with this L2 weight (mean squared offset in body lengths, per frame); "
+                   "0 or off (default): keypoints sit exactly on the template's joints / vertex sets.")
 @_with(fit_opts)
 def shape(run, template, inputs, template_units, calibration, units, camera_names, n_keyframes, keyframes,
           steps, images_dir, keypoint_offsets, keypoints, symmetry, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
@@ -481,7 +452,9 @@ def render(run, avatar, poses, inputs, calibration, units, camera_names, mask_di
 
     with torch.no_grad():
         verts, _, _ = forward(tpl, shp, pose)
-    _write_renders(cams, verts, tpl.faces, None, None, mask_dir, progress=run.progress)
+    from cortexkit.tools.avatar.texture import write_renders
+
+    write_renders(cams, verts, tpl.faces, None, None, mask_dir, progress=run.progress)
     report = {"frames": F, "cameras": list(cams.names), "mask_dir": mask_dir}
     if views["masks"] is not None and views["crops"] is not None:
         from cortexkit.tools.avatar.metrics import silhouette_iou_per_camera

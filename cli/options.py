@@ -65,6 +65,17 @@ class AutoFloat(Float):
         return super().convert(value, param, ctx)
 
 
+class OffFloat(Float):
+    """A non-negative weight, or ``off`` (= 0, the term disabled)."""
+
+    name = "off|float"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().lower() == "off":
+            return 0.0
+        return super().convert(value, param, ctx)
+
+
 class Int(click.IntRange):
     """An integer, optionally bounded. Refuses 2.5 (also from a config file), booleans, lists;
     takes ``1e6`` and ``2.0`` (integral values written as floats)."""

@@ -14,9 +14,12 @@ colours) and full-size masks for ``synth``.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import torch
 
+from cortexkit.formats.errors import CortexError
 from cortexkit.tools.avatar.camera import Cameras, depth, project
 
 
@@ -162,3 +165,20 @@ def synthetic_colors(rest: torch.Tensor) -> np.ndarray:
     u = (v - v.min(0)) / np.ptp(v, 0).clip(min=1e-9)
     return 0.5 + 0.4 * np.stack([np.sin(2.0 * np.pi * u[:, 0]), np.cos(3.0 * np.pi * u[:, 1]),
                                  np.sin(1.5 * np.pi * u[:, 2] + 1.0)], 1)
+
+
+def write_renders(cams, vertices, faces, colors, image_dir, mask_dir, progress=None):
+    """Images (``colors``) and/or full-size masks of the posed meshes, ``FOLDER/<camera>/NNNNN.png``."""
+    import cv2
+
+    for folder, cols in ((image_dir, colors), (mask_dir, None)):
+        if folder is None:
+            continue
+        for name in cams.names:
+            os.makedirs(os.path.join(folder, name), exist_ok=True)
+        frames = vertices if progress is None else progress(vertices, desc="render", unit="frame")
+        for f, verts in enumerate(frames):
+            for name, img in zip(cams.names, render(cams, verts, faces, cols)):
+                path = os.path.join(folder, name, f"{f:05d}.png")
+                if not cv2.imwrite(path, img):
+                    raise CortexError(f"{path}: cannot write the image")
