@@ -9,9 +9,7 @@ Objective per frame (BigMaQ ``BaseOpt`` / ``losses.py``), in crop pixels:
 * bone-scale band Σ (relu(0.85 − b) + relu(b − 1/0.85))², global scale band [0.5, 2] × its init;
 * keypoint markers (per-keypoint offsets, :class:`Shape`): ``keypoint_offsets`` × B × mean_k ‖m_k‖²
   with m in body lengths (B frames, as the keypoint term is summed over frames, so the weight is per
-  frame and free of units and subject size; near a zero residual the noisy keypoint term pulls
-  like a squared one: a 13 mm (3 %) displaced hexapod eye's error went 7.3 -> 5.2 mm at 1000, and
-  6.2 -> 3.5 mm at 100 (marker 8.9 mm));
+  frame and free of units and subject size);
 * offsets: uniform Laplacian Σ_v ‖Δ_v − mean_{u∼v} Δ_u‖² and edge term Σ_(u,v) ‖Δ_u − Δ_v‖²
   (in body lengths);
 * temporal: mean ‖ω‖² of every joint's angular velocity (× ``extremity_factor`` on hands/feet),

@@ -10,7 +10,8 @@ import numpy as np
 import torch
 
 from cortexkit.tools.avatar.camera import Cameras
-from cortexkit.tools.avatar.model import Pose, Shape, Template, template_from_tensors, template_to_tensors
+from cortexkit.tools.avatar.model import (Pose, Shape, Template, keypoint_markers, template_from_tensors,
+                                          template_to_tensors)
 
 VIEWS, AVATAR, POSES = "avatar-views", "avatar", "avatar-poses"
 
@@ -76,8 +77,6 @@ def avatar_to_tensors(template: Template, shape: Shape, colors=None):
     tensors.update({"shape.scale": shape.scale.detach().reshape(1).float(),
                     "shape.bone_scales": shape.bone_scales.detach().float(),
                     "shape.offsets": shape.offsets.detach().float()})
-    from cortexkit.tools.avatar.model import keypoint_markers
-
     markers = keypoint_markers(template, shape)
     if markers is not None:                                       # (K, 3) mm, rows of the keypoints
         tensors["shape.markers"] = markers.detach().float()

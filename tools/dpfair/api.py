@@ -736,7 +736,8 @@ def parse_gammas(text: str) -> list[float] | str:
 
 
 def check_auto(config: TrainConfig) -> None:
-    """--gammas auto needs one built-in group-gap constraint whose gammas --gamma sets."""
+    """--gammas auto needs one built-in group-gap constraint whose gammas --gamma sets (constraint
+    "none" is refused before, by every sweep)."""
     if config.constraint_spec is not None:
         raise CortexError(f"--gammas auto cannot be combined with a constraint spec file ({config.constraint}): "
                           "its per-constraint gammas win over --gamma, so there is no single gamma to place; "
@@ -745,8 +746,6 @@ def check_auto(config: TrainConfig) -> None:
         raise CortexError("--gammas auto cannot be combined with --constraint fnr: it places gammas below the "
                           "gap between groups, and fnr bounds one rate (the false-negative rate), not a gap; "
                           "give --gammas G[,G]")
-    if config.constraint == "none":
-        raise CortexError("sweep varies gamma: give a constraint, not none")
 
 
 def auto_gammas(gap: float, fractions: Sequence[float] = AUTO_FRACTIONS) -> list[float]:
