@@ -34,10 +34,13 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--variants", default="keypoints,masks,masks_fixed_scale", help=",".join(VARIANTS))
     ap.add_argument("--fox", default=str(FOX))
+    ap.add_argument("--shape-steps", default="100,150,150,150", help="global,pose,bones,mesh Adam steps "
+                    "(FitConfig's; the shape command's default is 100,150,150,60)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     mesh, tpl = load_fox(args.fox)
-    out = {"seed": args.seed, "keyframes": args.keyframes, "runs": {}}
+    steps = tuple(int(x) for x in args.shape_steps.split(","))
+    out = {"seed": args.seed, "keyframes": args.keyframes, "shape_steps": list(steps), "runs": {}}
     for n_cams in [int(c) for c in args.cams.split(",")]:
         for clip in args.clips.split(","):
             cams, syn, obs, tri_mpjpe = fox_clip(tpl, mesh, clip, n_cams, args.seed, masks=True)
@@ -45,7 +48,7 @@ def main():
             for name in args.variants.split(","):
                 over = VARIANTS[name]
                 t0 = time.process_time()
-                shape = fit_avatar_shape(tpl, obs, FitConfig(**over), args.keyframes).shape
+                shape = fit_avatar_shape(tpl, obs, FitConfig(**over, shape_steps=steps), args.keyframes).shape
                 cpu = time.process_time() - t0
                 pose = track_sequence(tpl, shape, obs, FitConfig(silhouettes=False)).pose
                 m = model_metrics(tpl, shape, pose, syn.truth, cams)
