@@ -66,6 +66,8 @@ def main():
                     "FitConfig.track_steps); each under track_steps_N")
     ap.add_argument("--temporal", default="", help="also track with these temporal weights, WEIGHT[:ORDER] "
                     "comma-separated (order 1 velocity, 2 acceleration)")
+    ap.add_argument("--track-masks", action="store_true", help="also track with silhouettes (what `track` "
+                    "does when masks are given), under track_masks")
     ap.add_argument("--keypoint-offsets", default="", help="keypoint-only avatars with these marker weights "
                     "(FitConfig.keypoint_offsets; W or W:mesh), comma-separated, instead of the default one")
     args = ap.parse_args()
@@ -155,6 +157,7 @@ def main():
             for item in [x for x in args.temporal.split(",") if x]:
                 w, order = (float(item.split(":")[0]), int(item.split(":")[1])) if ":" in item else (float(item), 1)
                 variants.append((f"track_temporal_{w:g}_order_{order}", {"temporal_weight": w, "temporal_order": order}))
+            variants += [("track_masks", {"silhouettes": True})] if args.track_masks else []
             for key, extra in variants:   # one track per variant, same avatar and views
                 t1 = time.process_time()
                 pose = track_sequence(tpl, shaped.shape, obs, FitConfig(**{
