@@ -168,3 +168,36 @@ def test_keypoint_offsets_auto_follows_the_keypoint_map(cli, tmp_path):
     out = cli("fit-avatar", "shape", glb, "--keypoints", kp, "--keypoint-offsets", "5", "--print-config").stdout
     assert yaml.safe_load(out)["keypoint-offsets"] == 5.0 and b"# keypoint-offsets" not in out
     assert yaml.safe_load(cli("fit-avatar", "shape", "--print-config").stdout)["keypoint-offsets"] == "auto"
+
+
+def test_template_builder_keeps_the_hexapod_bytes_and_builds_the_bird(sh, cli, tmp_path):
+    """The shared builder (benchmarks/fit_avatar/make_template.py) regenerates the stored hexapod
+    byte for byte, and builds the held-out bird (a third body plan): 30 joints, a 'WalkFlap' clip,
+    22 keypoints of which 9 vertex sets, 19 bone scales with its symmetry file; shape's
+    --keypoint-offsets auto gives it markers at the chosen weight."""
+    import sys
+
+    import yaml
+
+    from cortexkit.formats.gltf import read_gltf
+    from cortexkit.tools.avatar.markers import MARKERS_AUTO_WEIGHT
+    from cortexkit.tools.avatar.model import template_from_mesh
+
+    builder = Path(__file__).resolve().parents[2] / "benchmarks" / "fit_avatar" / "make_template.py"
+    proc = sh(f"set -e; {sys.executable} {builder} --plan hexapod hex/hexapod.glb; "
+              f"{sys.executable} {builder} --plan bird bird/bird.glb", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("hexapod.glb", "hexapod_keypoints.yaml", "hexapod_symmetry.yaml"):
+        assert (tmp_path / "hex" / name).read_bytes() == (HEX / name).read_bytes(), name
+    bird = tmp_path / "bird"
+    mesh = read_gltf(bird / "bird.glb")
+    assert len(mesh.joint_names) == 30 and list(mesh.animations) == ["WalkFlap"]
+    tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
+                             mesh.rest_world, unit_mm=1000.0,
+                             keypoints=yaml.safe_load((bird / "bird_keypoints.yaml").read_text()),
+                             symmetry=yaml.safe_load((bird / "bird_symmetry.yaml").read_text()))
+    assert len(tpl.keypoint_names) == 22 and tpl.n_groups == 19
+    out = cli("fit-avatar", "shape", bird / "bird.glb", "--keypoints", bird / "bird_keypoints.yaml",
+              "--print-config").stdout.decode()
+    assert yaml.safe_load(out)["keypoint-offsets"] == MARKERS_AUTO_WEIGHT
+    assert f"# keypoint-offsets: auto -> {MARKERS_AUTO_WEIGHT:g}: 9 of 22 keypoints are vertex sets" in out
