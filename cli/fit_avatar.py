@@ -248,11 +248,7 @@ def _resolve_shape(ctx) -> dict[str, str]:
     from cortexkit.tools.avatar.markers import auto_keypoint_offsets, vertex_set_keypoints
 
     spec = _yaml(ctx.params.get("keypoints"), "--keypoints")
-    if spec is None:
-        weight, why = auto_keypoint_offsets([])
-    else:
-        inner = spec["keypoints"] if isinstance(spec, dict) and isinstance(spec.get("keypoints"), dict) else spec
-        weight, why = auto_keypoint_offsets(vertex_set_keypoints(spec), len(inner) if isinstance(inner, dict) else 0)
+    weight, why = auto_keypoint_offsets([]) if spec is None else auto_keypoint_offsets(*vertex_set_keypoints(spec))
     ctx.params["keypoint_offsets"] = weight
     return {"keypoint-offsets": why}
 

@@ -28,11 +28,12 @@ def template_vertex_sets(template) -> list[str]:
     return [name for name, is_set in zip(template.keypoint_names, rows) if is_set]
 
 
-def vertex_set_keypoints(spec) -> list[str]:
-    """Names of the keypoints a keypoint map (YAML already loaded, as :func:`parse_keypoint_map`
-    takes it) defines as vertex sets; from its structure only (no template needed, nothing checked)."""
+def vertex_set_keypoints(spec) -> tuple[list[str], int]:
+    """(names of the keypoints a keypoint map defines as vertex sets, the map's number of keypoints),
+    from a map as :func:`~cortexkit.tools.avatar.model.parse_keypoint_map` takes it (YAML already
+    loaded, optionally under 'keypoints:'); from its structure only (no template, nothing checked)."""
     if isinstance(spec, dict) and isinstance(spec.get("keypoints"), dict):
         spec = spec["keypoints"]
     if not isinstance(spec, dict):
-        return []
-    return [str(name) for name, entry in spec.items() if isinstance(entry, dict) and "vertices" in entry]
+        return [], 0
+    return [str(name) for name, entry in spec.items() if isinstance(entry, dict) and "vertices" in entry], len(spec)
