@@ -168,6 +168,7 @@ class Run:
         # "SLURM_CPUS_PER_TASK", "load average")
         self.threads_why = ctx.meta.get("cortexkit.threads_why", "--threads")
         self.config = resolved_config(ctx)
+        self.why: dict[str, str] = dict(ctx.meta.get("cortexkit.why", {}))  # how 'auto' values were resolved
         self.output = ctx.params.get("output", "-")
         self.quiet = bool(ctx.params.get("quiet"))
         self.verbose = bool(ctx.params.get("verbose"))
@@ -367,15 +368,20 @@ def resolved_config(ctx: click.Context) -> dict[str, Any]:
 # decorators
 
 
-def _wrap(func: Callable) -> Callable:
+def _wrap(func: Callable, resolve: Callable[[click.Context], dict[str, str]] | None = None) -> Callable:
     @functools.wraps(func)
     def callback(**kwargs):
         ctx = click.get_current_context()
         resolve_threads(ctx)
+        if resolve is not None:  # a verb's 'auto' values, resolved where --print-config sees them
+            ctx.meta["cortexkit.why"] = resolve(ctx) or {}
+            kwargs.update({k: ctx.params[k] for k in kwargs if k in ctx.params})
         if kwargs.get("print_config"):
             from cortexkit.formats.report import to_yaml
 
             click.echo(to_yaml(resolved_config(ctx), flow=False), nl=False)
+            for key, why in ctx.meta.get("cortexkit.why", {}).items():
+                click.echo(f"# {key.replace('_', '-')}: {why}")
             return None
         if output_kind(ctx) in ("artifact", "table"):
             check_binary_target(kwargs.get("output"))
@@ -393,10 +399,11 @@ def _wrap(func: Callable) -> Callable:
 
 
 def _build(func: Callable, name: str, writes: str | None, uses_torch: bool, help: str | None,
-           attach: Callable[..., Callable], advanced: tuple[str, ...] = ()) -> click.Command:
+           attach: Callable[..., Callable], advanced: tuple[str, ...] = (),
+           resolve: Callable[[click.Context], dict[str, str]] | None = None) -> click.Command:
     if writes not in OUTPUT_KINDS and not callable(writes):
         raise ValueError(f"writes must be one of {OUTPUT_KINDS} or a callable of the parameters")
-    callback = _wrap(func)
+    callback = _wrap(func, resolve)
     for option in reversed(common_options("either" if callable(writes) else writes, uses_torch)):
         callback = option(callback)
     cmd = attach(name=name, cls=CortexCommand, writes=writes, uses_torch=uses_torch,
@@ -414,7 +421,8 @@ def _build(func: Callable, name: str, writes: str | None, uses_torch: bool, help
 
 
 def verb(group: click.Group, name: str, *, output: str | None = None, torch_options: bool = False,
-         help: str | None = None, advanced: tuple[str, ...] = ()) -> Callable[[Callable], click.Command]:
+         help: str | None = None, advanced: tuple[str, ...] = (),
+         resolve: Callable[[click.Context], dict[str, str]] | None = None) -> Callable[[Callable], click.Command]:
     """Declare a verb of a tool. Put click arguments/options *below* this decorator.
 
     ``output`` is ``"artifact"`` (binary, never to a terminal), ``"table"`` (a table artifact,
@@ -424,8 +432,11 @@ def verb(group: click.Group, name: str, *, output: str | None = None, torch_opti
     ``torch_options`` adds ``--seed``, ``--device``, ``--threads`` and seeds torch.
     ``advanced`` names options (parameter names) left out of ``--help`` and shown by ``--help-all``
     and the man page: hyperparameters whose defaults are the method's published ones.
+    ``resolve(ctx)`` turns the verb's ``auto`` values into the ones used, in ``ctx.params``, before
+    ``--print-config`` and the run see them, and returns {parameter: why}: printed as comments by
+    ``--print-config``, kept in ``run.why``.
     """
-    return lambda func: _build(func, name, output, torch_options, help, group.command, advanced)
+    return lambda func: _build(func, name, output, torch_options, help, group.command, advanced, resolve)
 
 
 def command(name: str, *, output: str | None = None, torch_options: bool = False,

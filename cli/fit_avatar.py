@@ -7,7 +7,7 @@ import os
 import click
 
 from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
-from cortexkit.cli.options import OffFloat, OutputPath, Regex, Size
+from cortexkit.cli.options import AutoOffFloat, OutputPath, Regex, Size
 from cortexkit.formats.errors import CortexError
 from cortexkit.tools.avatar import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
@@ -237,7 +237,24 @@ FIT_ADVANCED = ("symmetry", "limits", "exclude_offsets", "gate", "silhouette_wei
                 "temporal_order", "outlier_px")
 
 
-@verb(group, "shape", output="artifact", torch_options=True, advanced=FIT_ADVANCED + ("steps", "keypoint_offsets"))
+def _resolve_shape(ctx) -> dict[str, str]:
+    """``--keypoint-offsets auto`` -> a weight from the keypoint map, before --print-config shows it. A
+    glTF template's map is its --keypoints file (or its joints); an avatar's is read by the verb."""
+    if ctx.params.get("keypoint_offsets") != "auto":
+        return {}
+    template = ctx.params.get("template")
+    if template is None or not str(template).lower().endswith((".glb", ".gltf")):
+        return {"keypoint-offsets": "auto: resolved from the template's keypoint map when the run reads it"}
+    from cortexkit.tools.avatar.markers import auto_keypoint_offsets, vertex_set_keypoints
+
+    spec = _yaml(ctx.params.get("keypoints"), "--keypoints")
+    weight, why = auto_keypoint_offsets([]) if spec is None else auto_keypoint_offsets(*vertex_set_keypoints(spec))
+    ctx.params["keypoint_offsets"] = weight
+    return {"keypoint-offsets": why}
+
+
+@verb(group, "shape", output="artifact", torch_options=True, advanced=FIT_ADVANCED + ("steps", "keypoint_offsets"),
+      resolve=_resolve_shape)
 @click.argument("template")
 @click.argument("inputs", nargs=-1)
 @template_units
@@ -249,10 +266,12 @@ FIT_ADVANCED = ("symmetry", "limits", "exclude_offsets", "gate", "silhouette_wei
 @click.option("--images", "images_dir", type=click.Path(file_okay=False), default=None,
               help="Folder of colour images, DIR/<camera>/ one per frame in name order: per-vertex "
                    "colour from the visible faces of the keyframes (texture stage).")
-@click.option("--keypoint-offsets", type=OffFloat(min=0), default=0.0, show_default=True, metavar="WEIGHT|off",
+@click.option("--keypoint-offsets", type=AutoOffFloat(min=0), default="auto", show_default=True,
+              metavar="auto|WEIGHT|off",
               help="Per-keypoint offsets (markers) riding on each keypoint's bone, fitted in the bones and "
                    "mesh stages with this L2 weight (mean squared offset in body lengths, per frame); "
-                   "0 or off (default): keypoints sit exactly on the template's joints / vertex sets.")
+                   "0 or off: keypoints sit exactly on the template's joints / vertex sets; auto: the "
+                   "chosen weight when the keypoint map has a vertex-set keypoint, off when all are joints.")
 @_with(fit_opts)
 def shape(run, template, inputs, template_units, calibration, units, camera_names, n_keyframes, keyframes,
           steps, images_dir, keypoint_offsets, keypoints, symmetry, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
@@ -262,6 +281,14 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
     from cortexkit.tools.avatar.io import AVATAR, avatar_to_tensors
 
     tpl, _, _, _ = _template(run, template, template_units, keypoints, limits, exclude_offsets, symmetry)
+    if keypoint_offsets == "auto":  # an avatar's keypoint map: known once it is read
+        from cortexkit.tools.avatar.markers import auto_keypoint_offsets, template_vertex_sets
+
+        keypoint_offsets, run.why["keypoint-offsets"] = auto_keypoint_offsets(
+            template_vertex_sets(tpl), len(tpl.keypoint_names))
+        run.config["keypoint-offsets"] = keypoint_offsets
+    if "keypoint-offsets" in run.why:
+        run.info(f"keypoint offsets: {run.why['keypoint-offsets']}")
     views = _file_masks(_views(run, inputs, calibration, units, camera_names), masks_dir, 64)
     tpl, obs = _observations(views, tpl)
     image_files = None
@@ -289,7 +316,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
         run.info(f"texture: {int(seen.sum())} of {len(seen)} vertices seen in "
                  f"{len(result.keyframes)} keyframes x {len(obs.cameras)} cameras")
     tensors, meta = avatar_to_tensors(tpl, result.shape, colors)
-    run.write_artifact(tensors, AVATAR, metadata=meta)
+    run.write_artifact(tensors, AVATAR, metadata={**meta, **({"cortexkit.why": run.why} if run.why else {})})
 
 
 @verb(group, "track", output="artifact", torch_options=True,

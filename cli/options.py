@@ -76,6 +76,17 @@ class OffFloat(Float):
         return super().convert(value, param, ctx)
 
 
+class AutoOffFloat(OffFloat):
+    """A non-negative weight, ``off`` (= 0), or ``auto`` (resolved by the verb from the data)."""
+
+    name = "auto|off|float"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        return super().convert(value, param, ctx)
+
+
 class Int(click.IntRange):
     """An integer, optionally bounded. Refuses 2.5 (also from a config file), booleans, lists;
     takes ``1e6`` and ``2.0`` (integral values written as floats)."""

@@ -12,6 +12,15 @@ masks) and tracking. YAML on stdout.
 ``--keypoint-offsets 0,1000,1000:mesh`` fits one keypoint-only avatar per marker weight (``:mesh``:
 markers free in the mesh stage only) against the same views and anchors, each under
 ``avatar_keypoints_offsets_W``.
+
+``--template``, ``--keypoints``, ``--symmetry`` (default: the hexapod's, tests/data/hexapod) run the
+same benchmark on another procedural template in metres, e.g. the held-out bird:
+
+    python benchmarks/fit_avatar/make_template.py --plan bird benchmarks/fit_avatar/_bird/bird.glb
+    OMP_NUM_THREADS=1 python benchmarks/fit_avatar/hexapod.py --template benchmarks/fit_avatar/_bird/bird.glb ...
+
+(keypoints and symmetry default to <stem>_keypoints.yaml / <stem>_symmetry.yaml beside the
+template; ``--clip`` to the template's first animation).
 """
 
 from __future__ import annotations
@@ -51,6 +60,10 @@ def observed_bone_error(tpl, shape, truth) -> float:
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--template", default=str(HEX / "hexapod.glb"), help="rigged glTF in metres")
+    ap.add_argument("--keypoints", default=None, help="keypoint map (default: <stem>_keypoints.yaml beside it)")
+    ap.add_argument("--symmetry", default=None, help="symmetry file (default: <stem>_symmetry.yaml beside it)")
+    ap.add_argument("--clip", default=None, help="animation clip (default: the template's first)")
     ap.add_argument("--cams", default="16,12,7,4")
     ap.add_argument("--frames", type=int, default=60)
     ap.add_argument("--seed", type=int, default=0)
@@ -77,15 +90,23 @@ def main():
         key, value = item.split("=", 1)
         overrides[key] = type(getattr(FitConfig(), key))(yaml.safe_load(value)) if not isinstance(
             getattr(FitConfig(), key), tuple) else tuple(yaml.safe_load(value))
-    mesh = read_gltf(HEX / "hexapod.glb")
-    kmap = yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text())
-    sym = yaml.safe_load((HEX / "hexapod_symmetry.yaml").read_text())
+    template = Path(args.template)
+    mesh = read_gltf(template)
+    kmap = yaml.safe_load(Path(args.keypoints or template.with_name(f"{template.stem}_keypoints.yaml")).read_text())
+    sym = yaml.safe_load(Path(args.symmetry or template.with_name(f"{template.stem}_symmetry.yaml")).read_text())
     tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
                              mesh.rest_world, unit_mm=1000.0, keypoints=kmap, symmetry=sym)
-    world = mesh.animations["Walk"]["world"][:args.frames]
-    out = {"template": "tests/data/hexapod/hexapod.glb", "frames": int(len(world)), "seed": args.seed,
+    clip = args.clip or next(iter(mesh.animations))
+    world = mesh.animations[clip]["world"][:args.frames]
+    root = Path(__file__).resolve().parents[2]
+    shown = template.resolve().relative_to(root) if template.resolve().is_relative_to(root) else template
+    out = {"template": str(shown), "clip": clip, "frames": int(len(world)), "seed": args.seed,
            "keyframes": args.keyframes, "crop": args.crop, "config_overrides": overrides,
            "groups": tpl.n_groups, "rigs": {}}
+    # per keypoint: the vertex sets (where markers can help) and the head's tip
+    vertex_set = (tpl.keypoints_vertex.abs().sum(1) > 0).tolist()
+    shown_kps = {n for n, v in zip(tpl.keypoint_names, vertex_set) if v} | {"head_tip", "beak_tip"}
+    out["vertex_set_keypoints"] = sorted(n for n, v in zip(tpl.keypoint_names, vertex_set) if v)
     for n_cams in [int(c) for c in args.cams.split(",")]:
         cfg = SynthConfig(noise=2.0, dropout=0.2, outliers=0.03, crop=args.crop, masks=True, seed=args.seed)
         cams, syn = make_views(tpl, world, 1000.0, f"ring:{n_cams}", None, cfg)
@@ -130,14 +151,13 @@ def main():
 
                 _, _, kps = forward(tpl, shaped.shape, tracked.pose, with_vertices=False)
             per_kp = (kps.double() - truth["keypoints"].double()).norm(dim=-1).mean(0)
-            per_kp = {n: round(float(e), 4) for n, e in zip(tpl.keypoint_names, per_kp)
-                      if n in ("eye_left", "eye_right", "head_tip", "back")}
+            per_kp = {n: round(float(e), 4) for n, e in zip(tpl.keypoint_names, per_kp) if n in shown_kps}
             markers = shaped.shape.markers
             row[f"avatar_{name}"] = {
                 "keypoint_mpjpe_mm": per_kp,
                 "marker_mm": None if markers is None else {
                     n: round(float(x), 3) for n, x in zip(tpl.keypoint_names, markers.norm(dim=-1))
-                    if n in ("eye_left", "eye_right", "head_tip", "back")},
+                    if n in shown_kps},
                 "track_mpjpe_mm": m["mpjpe_mm"], "track_pa_mpjpe_mm": m["pa_mpjpe_mm"],
                 "vertex_error_mm": m["vertex_error_mm"], "joint_angle_error_deg": m["joint_angle_error_deg"],
                 "bone_scale_error": m["bone_scale_error"], "bone_scale_error_max": m["bone_scale_error_max"],

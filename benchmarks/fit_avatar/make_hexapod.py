@@ -3,13 +3,13 @@
 Body plan (a different one from the Fox's quadruped): an unweighted root at the body centre
 with two children, the abdomen chain (lower body, 3 bones) and the thorax chain (upper body,
 3 bones) that carries a two-bone neck and the head; three pairs of legs (coxa, femur, tibia)
-on the thorax segments. Every bone is a tube of ``SIDES`` vertices per ring; each ring repeats its
-first vertex (a UV seam, as exported meshes have), so the mesh is unwelded and the fitter has to
-weld it and map its results back. Skinning weights fall off with the distance to each bone
-segment (the 4 largest kept). Units: metres (glTF), about 0.3 m long. One animation clip,
+on the thorax segments. Mesh and skinning: the shared builder (make_template.py: tubes of 6
+sides x 3 rings per bone with unwelded UV seams, weights falling off with the distance to each
+bone segment, the 4 largest kept). Units: metres (glTF), about 0.3 m long. One animation clip,
 "Walk": 60 frames of a tripod gait at 30 fps.
 
     python benchmarks/fit_avatar/make_hexapod.py tests/data/hexapod/hexapod.glb
+    (same as: python benchmarks/fit_avatar/make_template.py --plan hexapod tests/data/hexapod/hexapod.glb)
 
 also writes hexapod_keypoints.yaml (joints and vertex sets, under a nested 'keypoints:' key) and
 hexapod_symmetry.yaml beside it. Deterministic: same bytes on every run.
@@ -22,7 +22,9 @@ import sys
 
 import numpy as np
 
-SIDES, RINGS = 6, 3
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_template import Plan, nearest_vertices, rot, write  # noqa: E402
+from make_template import build as build_plan  # noqa: E402
 
 
 def skeleton():
@@ -63,74 +65,6 @@ def radius_of(name: str) -> float:
     return 0.004
 
 
-def build():
-    names, parents, pos = skeleton()
-    verts, faces, bone_of = [], [], []
-    for j, p in enumerate(parents):
-        if p < 0 or names[p] == "root":
-            continue
-        a, b = pos[p], pos[j]
-        axis = b - a
-        length = np.linalg.norm(axis)
-        u = axis / length
-        ref = np.array([0, 1.0, 0]) if abs(u[1]) < 0.9 else np.array([1.0, 0, 0])
-        e1 = np.cross(u, ref)
-        e1 /= np.linalg.norm(e1)
-        e2 = np.cross(u, e1)
-        r = radius_of(names[p])
-        base = len(verts)
-        for ring in range(RINGS):
-            t = ring / (RINGS - 1)
-            centre = a + axis * t
-            rr = r * (1.0 - 0.25 * abs(2 * t - 1))
-            for k in range(SIDES + 1):          # the last repeats the first: an unwelded seam
-                ang = 2 * np.pi * (k % SIDES) / SIDES
-                verts.append(centre + rr * (np.cos(ang) * e1 + np.sin(ang) * e2))
-                bone_of.append(p)
-        for ring in range(RINGS - 1):
-            for k in range(SIDES):
-                i0 = base + ring * (SIDES + 1) + k
-                i1, i2, i3 = i0 + 1, i0 + SIDES + 1, i0 + SIDES + 2
-                faces += [(i0, i2, i1), (i1, i2, i3)]
-        # caps: a fan around the ring centre vertex at each end
-        for ring, centre in ((0, a), (RINGS - 1, b)):
-            c = len(verts)
-            verts.append(centre.copy())
-            bone_of.append(p)
-            for k in range(SIDES):
-                i0 = base + ring * (SIDES + 1) + k
-                faces.append((c, i0, i0 + 1) if ring else (c, i0 + 1, i0))
-    verts = np.asarray(verts)
-    # weights: distance to each bone segment (parent joint -> joint), softly
-    seg_a, seg_b, owner = [], [], []
-    for j, p in enumerate(parents):
-        if p >= 0 and names[p] != "root":
-            seg_a.append(pos[p])
-            seg_b.append(pos[j])
-            owner.append(p)
-    seg_a, seg_b, owner = np.asarray(seg_a), np.asarray(seg_b), np.asarray(owner)
-    d = seg_b - seg_a
-    t = np.clip(((verts[:, None] - seg_a[None]) * d[None]).sum(-1) / (d * d).sum(-1)[None], 0, 1)
-    dist = np.linalg.norm(verts[:, None] - (seg_a[None] + t[..., None] * d[None]), axis=-1)
-    w_seg = np.exp(-(dist / 0.006) ** 2)
-    weights = np.zeros((len(verts), len(names)))
-    np.add.at(weights.T, owner, w_seg.T)
-    weights[np.arange(len(verts)), bone_of] += 0.5
-    top = np.argsort(-weights, 1)[:, 4:]
-    np.put_along_axis(weights, top, 0.0, 1)
-    weights /= weights.sum(1, keepdims=True)
-    return names, parents, pos, verts, np.asarray(faces), weights
-
-
-def _rot(axis: str, angle: np.ndarray) -> np.ndarray:
-    """(T,) angles -> (T, 3, 3) rotations about a coordinate axis."""
-    c, s = np.cos(angle), np.sin(angle)
-    out = np.tile(np.eye(3), (len(angle), 1, 1))
-    i, j = {"x": (1, 2), "y": (2, 0), "z": (0, 1)}[axis]
-    out[:, i, i], out[:, i, j], out[:, j, i], out[:, j, j] = c, -s, s, c
-    return out
-
-
 def walk(names, parents, pos, frames: int = 60, fps: float = 30.0):
     """A tripod gait: (times (T,), local (T, J, 4, 4) joint local transforms, root_world (T, 4, 4)).
 
@@ -142,56 +76,37 @@ def walk(names, parents, pos, frames: int = 60, fps: float = 30.0):
     for j, p in enumerate(parents):
         local[:, j, :3, 3] = pos[j] - (pos[p] if p >= 0 else 0)
         name = names[j]
-        rot = np.tile(np.eye(3), (frames, 1, 1))
+        turn = np.tile(np.eye(3), (frames, 1, 1))
         if name[:-3] in ("coxa", "femur", "tibia") or name.startswith(("coxa", "femur", "tibia")):
             seg, side = int(name[-3]), name[-1]
             sign = 1.0 if side == "L" else -1.0
             tripod = 0.0 if (seg + (side == "R")) % 2 else np.pi
             ph = phase + tripod
             if name.startswith("coxa"):
-                rot = _rot("y", 0.35 * np.sin(ph))
+                turn = rot("y", 0.35 * np.sin(ph))
             elif name.startswith("femur"):
-                rot = _rot("z", sign * 0.35 * np.clip(np.cos(ph), 0, None))
+                turn = rot("z", sign * 0.35 * np.clip(np.cos(ph), 0, None))
             else:
-                rot = _rot("z", -sign * 0.25 * np.clip(np.cos(ph), 0, None))
+                turn = rot("z", -sign * 0.25 * np.clip(np.cos(ph), 0, None))
         elif name.startswith("abdomen") and name != "abdomen_tip":
             k = int(name[-1])
-            rot = _rot("x", 0.08 * np.sin(phase + k)) @ _rot("y", 0.1 * np.sin(0.5 * phase + k))
+            turn = rot("x", 0.08 * np.sin(phase + k)) @ rot("y", 0.1 * np.sin(0.5 * phase + k))
         elif name in ("neck1", "neck2", "head"):
-            rot = _rot("y", 0.2 * np.sin(0.5 * phase)) @ _rot("x", 0.1 * np.sin(phase))
+            turn = rot("y", 0.2 * np.sin(0.5 * phase)) @ rot("x", 0.1 * np.sin(phase))
         elif name in ("thorax2", "thorax3"):
-            rot = _rot("y", 0.05 * np.sin(0.5 * phase))
-        local[:, j, :3, :3] = rot
+            turn = rot("y", 0.05 * np.sin(0.5 * phase))
+        local[:, j, :3, :3] = turn
     root = np.tile(np.eye(4), (frames, 1, 1))
-    root[:, :3, :3] = _rot("y", 0.15 * np.sin(0.3 * phase))
+    root[:, :3, :3] = rot("y", 0.15 * np.sin(0.3 * phase))
     root[:, 2, 3] = 0.15 * t
     return t, local, root
 
 
-def write(target: str) -> None:
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
-    from cortexkit.formats.gltf import write_gltf
-
-    names, parents, pos, verts, faces, weights = build()
-    bind = np.tile(np.eye(4), (len(names), 1, 1))
-    bind[:, :3, 3] = pos
-    rest_local = bind.copy()
-    for j, p in enumerate(parents):
-        if p >= 0:
-            rest_local[j, :3, 3] = pos[j] - pos[p]
-    times, local, root = walk(names, parents, pos)
-    data = write_gltf(target, vertices=verts, faces=faces, weights=weights, joint_names=names,
-                      parents=parents, bind_world=bind, rest_local=rest_local, times=times, local=local,
-                      root_world=root, clip="Walk")
-    with open(target, "wb") as handle:
-        handle.write(data)
-    folder = os.path.dirname(os.path.abspath(target))
-    # keypoints: leg tips and the abdomen tip as joints, eyes and the back as vertex sets
-    v = verts
-    eye = {side: [int(i) for i in np.argsort(np.linalg.norm(v - np.array([sx * 0.009, 0.08, 0.165]), axis=1))[:3]]
-           for side, sx in (("left", 1), ("right", -1))}
-    back = [int(i) for i in np.argsort(np.linalg.norm(v - np.array([0, 0.08, 0.0]), axis=1))[:4]]
-    lines = ["template: hexapod.glb", "keypoints:"]
+def keypoint_lines(v: np.ndarray) -> list[str]:
+    """Leg tips and the abdomen tip as joints, eyes and the back as vertex sets."""
+    eye = {side: nearest_vertices(v, (sx * 0.009, 0.08, 0.165), 3) for side, sx in (("left", 1), ("right", -1))}
+    back = nearest_vertices(v, (0, 0.08, 0.0), 4)
+    lines = []
     for name in ("head_tip", "neck1", "thorax1", "thorax3", "abdomen2", "abdomen_tip"):
         lines.append(f"  {name}: {name}")
     for seg in (1, 2, 3):
@@ -201,12 +116,20 @@ def write(target: str) -> None:
     for side in ("left", "right"):
         lines.append(f"  eye_{side}: {{vertices: {eye[side]}, weights: [1, 1, 1]}}")
     lines.append(f"  back: {{vertices: {back}}}")
-    with open(os.path.join(folder, "hexapod_keypoints.yaml"), "w") as handle:
-        handle.write("\n".join(lines) + "\n")
-    with open(os.path.join(folder, "hexapod_symmetry.yaml"), "w") as handle:
-        handle.write("axis: x\njoint_pairs:\n" + "".join(
-            f"  - [{b}{s}_L, {b}{s}_R]\n" for s in (1, 2, 3) for b in ("coxa", "femur", "tibia")))
+    return lines
+
+
+SYMMETRY = "axis: x\njoint_pairs:\n" + "".join(
+    f"  - [{b}{s}_L, {b}{s}_R]\n" for s in (1, 2, 3) for b in ("coxa", "femur", "tibia"))
+
+PLAN = Plan(skeleton=skeleton, radius_of=radius_of, animate=walk, clip="Walk",
+            keypoint_lines=keypoint_lines, symmetry=SYMMETRY)
+
+
+def build():
+    """(names, parents, pos, vertices, faces, weights)."""
+    return build_plan(PLAN)
 
 
 if __name__ == "__main__":
-    write(sys.argv[1] if len(sys.argv) > 1 else "hexapod.glb")
+    write(PLAN, sys.argv[1] if len(sys.argv) > 1 else "hexapod.glb")

@@ -5,6 +5,11 @@ views and triangulation. The hexapod (held out) is run with ``hexapod.py --keypo
 on stdout.
 
     OMP_NUM_THREADS=1 python benchmarks/fit_avatar/study_markers.py --weights 0,1000 > benchmarks/fit_avatar/study_markers.yaml
+
+``--vertex-keypoints N`` (stop 42): the Fox variant whose keypoints are vertex sets: each default
+keypoint (a joint carrying skinning weight) becomes the equal-weight set of the N template
+vertices nearest its joint at rest, so the synthetic 2D come from those vertex sets (which move with
+the hidden individual's offsets) and the keypoints are no longer the model's joints.
 """
 
 from __future__ import annotations
@@ -25,6 +30,18 @@ from cortexkit.tools.avatar.fit import FitConfig, fit_avatar_shape, track_sequen
 from cortexkit.tools.avatar.metrics import model_metrics  # noqa: E402
 
 
+def fox_vertex_keypoints(mesh, tpl, count: int) -> dict:
+    """A keypoint map of the Fox: each default keypoint (a joint) -> the ``count`` input-mesh vertices
+    nearest that joint at rest, equal weights."""
+    joints = mesh.rest_world[:, :3, 3]
+    out = {}
+    for name in tpl.keypoint_names:
+        j = list(mesh.joint_names).index(name)
+        near = np.argsort(np.linalg.norm(mesh.vertices - joints[j], axis=1))[:count]
+        out[name] = {"vertices": [int(i) for i in near]}
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--weights", default="0,1000", help="--keypoint-offsets weights, comma-separated (0 = off); "
@@ -33,11 +50,15 @@ def main():
     ap.add_argument("--cams", default="16,6", help="ring sizes, comma-separated")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fox", default=str(FOX))
+    ap.add_argument("--vertex-keypoints", type=int, default=0, help="N > 0: each keypoint is the set of the N "
+                    "vertices nearest its joint (the Fox variant with vertex-set keypoints)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     weights = args.weights.split(",")
     mesh, tpl = load_fox(args.fox)
-    out = {"seed": args.seed, "weights": weights, "runs": {}}
+    if args.vertex_keypoints > 0:
+        mesh, tpl = load_fox(args.fox, fox_vertex_keypoints(mesh, tpl, args.vertex_keypoints))
+    out = {"seed": args.seed, "weights": weights, "vertex_keypoints": args.vertex_keypoints, "runs": {}}
     for n_cams in [int(c) for c in args.cams.split(",")]:
         for clip in args.clips.split(","):
             cams, syn, obs, tri_mpjpe = fox_clip(tpl, mesh, clip, n_cams, args.seed)

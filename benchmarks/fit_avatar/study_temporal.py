@@ -26,11 +26,12 @@ import os
 FOX = Path(os.environ.get("CORTEXKIT_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data")) / "avatar" / "fox" / "glTF-Binary" / "Fox.glb"
 
 
-def load_fox(path=FOX):
-    """The Fox glTF as a template (cm units) and its mesh (animations)."""
+def load_fox(path=FOX, keypoints=None):
+    """The Fox glTF as a template (cm units; ``keypoints``: a keypoint map, default its joints) and its
+    mesh (animations)."""
     mesh = read_gltf(path)
     return mesh, template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
-                                    mesh.rest_world, unit_mm=10.0)
+                                    mesh.rest_world, unit_mm=10.0, keypoints=keypoints)
 
 
 def fox_clip(tpl, mesh, clip, cams, seed=0, masks=False):

@@ -23,6 +23,7 @@ def test_hexapod_avatar_and_glb_keep_the_input_vertex_and_face_order(sh, tmp_pat
     cortexkit fit-avatar track avatar.st views.st --steps 20 --window 4 --overlap 1 --threads 1 -v \
       -o poses.st 2> track.log
     cortexkit fit-avatar export avatar.st poses.st -o fitted.glb --obj-dir frames/
+    cortexkit fit-avatar shape avatar.st views.st --n-keyframes 1 --steps 1,1,1,1 --threads 1 -o again.st 2> again.log
     """
     proc = sh(script, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -58,6 +59,16 @@ def test_hexapod_avatar_and_glb_keep_the_input_vertex_and_face_order(sh, tmp_pat
     assert "track window 1" in track_log and "track: stopped after 4 of 4 frames" in track_log
     assert read_artifact(tmp_path / "poses.st", framework="np").meta_json("cortexkit.stopped")[-1]["stage"] == "track"
     assert len(meta["group_names"]) == 26 and "neck1" in meta["group_names"] and "abdomen1" in meta["group_names"]
+    # --keypoint-offsets auto (the default): the map has vertex sets (eyes, back), so markers at the chosen
+    # weight, stored resolved in the config with why; resolved the same from an avatar read as the template
+    from cortexkit.tools.avatar.markers import MARKERS_AUTO_WEIGHT
+
+    why = f"auto -> {MARKERS_AUTO_WEIGHT:g}: 3 of 21 keypoints are vertex sets"
+    for name, text in (("avatar.st", log), ("again.st", (tmp_path / "again.log").read_text())):
+        again = read_artifact(tmp_path / name, framework="np")
+        assert again.config["keypoint-offsets"] == MARKERS_AUTO_WEIGHT > 0 and "shape.markers" in again.tensors
+        assert again.meta_json("cortexkit.why")["keypoint-offsets"].startswith(why)
+        assert f"keypoint offsets: {why}" in text
 
 
 def test_wrong_keypoint_map_and_symmetry_entries_are_named_in_one_line(cli, tmp_path, one_line_error):
@@ -81,7 +92,7 @@ def test_keypoint_offsets_absorb_a_displaced_keypoint_vertex_set(sh, cli, tmp_pa
     set: shape's per-keypoint markers (--keypoint-offsets 100; 1000 took only ~30 % of it) absorb it, tracking the eye
     closer to the truth than the same fit with --keypoint-offsets off; the marker is saved as
     shape.markers (K, 3) mm, an avatar without it (off, or older) still tracks; --print-config shows
-    the weight (default 0 = off: chosen on the Fox, benchmarks/fit_avatar RESULTS 5)."""
+    the weight (default auto, resolved from the keypoint map: benchmarks/fit_avatar RESULTS 7)."""
     import torch
     import yaml
 
@@ -89,7 +100,7 @@ def test_keypoint_offsets_absorb_a_displaced_keypoint_vertex_set(sh, cli, tmp_pa
     from cortexkit.tools.avatar.io import avatar_from_artifact, poses_from_artifact, views_from_artifact
     from cortexkit.tools.avatar.model import forward
 
-    assert yaml.safe_load(cli("fit-avatar", "shape", "--print-config").stdout)["keypoint-offsets"] == 0.0
+    assert yaml.safe_load(cli("fit-avatar", "shape", "--print-config").stdout)["keypoint-offsets"] == "auto"
     shown = yaml.safe_load(cli("fit-avatar", "shape", "--keypoint-offsets", "off", "--print-config").stdout)
     assert shown["keypoint-offsets"] == 0.0
     shown = yaml.safe_load(cli("fit-avatar", "shape", "--keypoint-offsets", "1000", "--print-config").stdout)
@@ -127,3 +138,66 @@ def test_keypoint_offsets_absorb_a_displaced_keypoint_vertex_set(sh, cli, tmp_pa
     assert float(markers["on"].norm()) > 5.0, markers["on"]     # mm: most of the 13 mm taken by the marker
     rest = [k for k in range(len(names)) if k != eye]
     assert float(errors["on"][rest].mean()) < 1.1 * float(errors["off"][rest].mean())   # the others no worse
+
+
+def test_keypoint_offsets_auto_follows_the_keypoint_map(cli, tmp_path):
+    """shape --keypoint-offsets auto (the default): the chosen weight when the keypoint map has a
+    vertex-set keypoint (the hexapod's eyes and back), off when every keypoint is a joint (a
+    joints-only map, or no map: the template's joints); --print-config shows the resolved weight
+    and why; an explicit weight is kept; without a template it stays 'auto' (benchmarks/fit_avatar
+    RESULTS section 7)."""
+    import yaml
+
+    from cortexkit.tools.avatar.markers import MARKERS_AUTO_WEIGHT
+
+    glb, kp = HEX / "hexapod.glb", HEX / "hexapod_keypoints.yaml"
+    proc = cli("fit-avatar", "shape", glb, "--keypoints", kp, "--print-config")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode()
+    assert MARKERS_AUTO_WEIGHT > 0 and yaml.safe_load(out)["keypoint-offsets"] == MARKERS_AUTO_WEIGHT
+    assert (f"# keypoint-offsets: auto -> {MARKERS_AUTO_WEIGHT:g}: 3 of 21 keypoints are vertex sets "
+            "(eye_left, eye_right, back)") in out
+    spec = yaml.safe_load(kp.read_text())["keypoints"]
+    joints = {k: v for k, v in spec.items() if not (isinstance(v, dict) and "vertices" in v)}
+    (tmp_path / "joints.yaml").write_text(yaml.safe_dump({"keypoints": joints}))
+    out = cli("fit-avatar", "shape", glb, "--keypoints", tmp_path / "joints.yaml", "--print-config").stdout.decode()
+    assert yaml.safe_load(out)["keypoint-offsets"] == 0.0
+    assert "# keypoint-offsets: auto -> off: all 18 keypoints are joints" in out
+    out = cli("fit-avatar", "shape", glb, "--print-config").stdout.decode()
+    assert yaml.safe_load(out)["keypoint-offsets"] == 0.0 and "the template's joints" in out
+    out = cli("fit-avatar", "shape", glb, "--keypoints", kp, "--keypoint-offsets", "5", "--print-config").stdout
+    assert yaml.safe_load(out)["keypoint-offsets"] == 5.0 and b"# keypoint-offsets" not in out
+    assert yaml.safe_load(cli("fit-avatar", "shape", "--print-config").stdout)["keypoint-offsets"] == "auto"
+
+
+def test_template_builder_keeps_the_hexapod_bytes_and_builds_the_bird(sh, cli, tmp_path):
+    """The shared builder (benchmarks/fit_avatar/make_template.py) regenerates the stored hexapod
+    byte for byte, and builds the held-out bird (a third body plan): 30 joints, a 'WalkFlap' clip,
+    22 keypoints of which 9 vertex sets, 19 bone scales with its symmetry file; shape's
+    --keypoint-offsets auto gives it markers at the chosen weight."""
+    import sys
+
+    import yaml
+
+    from cortexkit.formats.gltf import read_gltf
+    from cortexkit.tools.avatar.markers import MARKERS_AUTO_WEIGHT
+    from cortexkit.tools.avatar.model import template_from_mesh
+
+    builder = Path(__file__).resolve().parents[2] / "benchmarks" / "fit_avatar" / "make_template.py"
+    proc = sh(f"set -e; {sys.executable} {builder} --plan hexapod hex/hexapod.glb; "
+              f"{sys.executable} {builder} --plan bird bird/bird.glb", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("hexapod.glb", "hexapod_keypoints.yaml", "hexapod_symmetry.yaml"):
+        assert (tmp_path / "hex" / name).read_bytes() == (HEX / name).read_bytes(), name
+    bird = tmp_path / "bird"
+    mesh = read_gltf(bird / "bird.glb")
+    assert len(mesh.joint_names) == 30 and list(mesh.animations) == ["WalkFlap"]
+    tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
+                             mesh.rest_world, unit_mm=1000.0,
+                             keypoints=yaml.safe_load((bird / "bird_keypoints.yaml").read_text()),
+                             symmetry=yaml.safe_load((bird / "bird_symmetry.yaml").read_text()))
+    assert len(tpl.keypoint_names) == 22 and tpl.n_groups == 19
+    out = cli("fit-avatar", "shape", bird / "bird.glb", "--keypoints", bird / "bird_keypoints.yaml",
+              "--print-config").stdout.decode()
+    assert yaml.safe_load(out)["keypoint-offsets"] == MARKERS_AUTO_WEIGHT
+    assert f"# keypoint-offsets: auto -> {MARKERS_AUTO_WEIGHT:g}: 9 of 22 keypoints are vertex sets" in out

@@ -86,8 +86,8 @@ class FitConfig:
     bones_fixed_scale: bool = False  # with silhouettes in the bones stage, keep the global scale of the
                                      # pose stage there (study, benchmarks/fit_avatar RESULTS section 5)
     markers_in_bones: bool = True     # markers free in the bones stage as well as the mesh stage
-    keypoint_offsets: float = 0.0     # L2 weight of the per-keypoint markers (0 = off, the default: at
-                                      # 1000 the Fox mean MPJPE 3.280 -> 3.300 mm, benchmarks/fit_avatar RESULTS section 6)
+    keypoint_offsets: float = 0.0     # L2 weight of the per-keypoint markers (0 = off; the command's default
+                                      # 'auto' resolves it with markers.auto_keypoint_offsets, RESULTS section 7)
     keypoint_weights: dict = field(default_factory=dict)
 
 
