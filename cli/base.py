@@ -375,7 +375,10 @@ def _wrap(func: Callable) -> Callable:
         if kwargs.get("print_config"):
             from cortexkit.formats.report import to_yaml
 
-            click.echo(to_yaml(resolved_config(ctx), flow=False), nl=False)
+            config = resolved_config(ctx)
+            # a command may fill in the defaults it can resolve without reading its inputs
+            shown = getattr(ctx.command, "print_config_defaults", None)
+            click.echo(to_yaml(shown(config) if shown else config, flow=False), nl=False)
             return None
         if output_kind(ctx) in ("artifact", "table"):
             check_binary_target(kwargs.get("output"))
