@@ -55,7 +55,7 @@ train_options = option_set(
                  help="Expected Poisson batch size B (rate q = B / n, at most 1). Default: planned from n and "
                       "the budget (the largest q at which --max-steps steps of sigma 10 fit; raised for small groups)."),
     click.option("--clip", type=POSITIVE, default=None,
-                 help="Per-example gradient clip norm C. Default: 3 with constraints, 1 with --constraint none."),
+                 help="Per-example gradient clip norm C. Default: 2 with constraints, 1 with --constraint none."),
     click.option("--lr", type=POSITIVE, default=None,
                  help="Primal step size. Default: 2 divided by the clip norm (the mean clipped gradient moves the weights at most 2)."),
     click.option("--lr-dual", type=POSITIVE, default=None, help="Dual step size. Default: 0.03 / --gamma x sqrt(1000 / T)."),
@@ -140,6 +140,21 @@ def _model_and_table(run, model: str, table: str, iterate: str, categorical: str
     return dpfair.Model.from_artifact(artifact, iterate), _read_table(table, categorical)
 
 
+def _train_defaults(config: dict) -> dict:
+    """train --print-config: the clip and lr the run will use (they follow --constraint), not null.
+    Left null with --non-private (no clipping; the step comes from the data's curvature)."""
+    if config.get("non-private"):
+        return config
+    from cortexkit.tools.dpfair.api import CLIP_CONSTRAINED, CLIP_UNCONSTRAINED, STEP_LENGTH
+
+    out = dict(config)
+    if out.get("clip") is None:
+        out["clip"] = CLIP_UNCONSTRAINED if out.get("constraint") == "none" else CLIP_CONSTRAINED
+    if out.get("lr") is None:
+        out["lr"] = STEP_LENGTH / out["clip"]
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # verbs
 
@@ -183,6 +198,9 @@ def train(run, table, **options):
         run.warn(message)
     fitted.metadata["dpfair.validation"] = report
     run.write_artifact(fitted.tensors, KIND_MODEL, metadata=fitted.metadata, version=str(MODEL_VERSION))
+
+
+train.print_config_defaults = _train_defaults
 
 
 iterate_option = click.option(

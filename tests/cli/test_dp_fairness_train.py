@@ -284,7 +284,7 @@ def test_clip_split_is_recorded_and_keeps_the_ledger(cli, one_line_error, tables
 
 @pytest.mark.parametrize("extra, clip, lr", [
     (["--constraint", "none"], 1.0, 2.0),                       # unconstrained default: clip 1 (issue 35)
-    (["--gamma", "0.05"], 3.0, 2.0 / 3.0),                      # constrained runs keep clip 3
+    (["--gamma", "0.05"], 2.0, 1.0),                            # constrained: clip 2 (stop 42's study)
     (["--constraint", "none", "--clip", "3"], 3.0, 2.0 / 3.0),  # an explicit --clip wins
 ])
 def test_default_clip_depends_on_the_constraint(cli, tables, tmp_path, extra, clip, lr):
@@ -298,3 +298,7 @@ def test_default_clip_depends_on_the_constraint(cli, tables, tmp_path, extra, cl
         meta = fh.metadata()
     assert yaml.safe_load(meta["dpfair.ledger"])["clip_norm"] == clip
     assert yaml.safe_load(meta["dpfair.model"])["lr"] == pytest.approx(lr)
+    shown = cli(TOOL, "train", train, *FAST, "--max-steps", "3", *extra, "--print-config")
+    assert shown.returncode == 0, shown.stderr
+    config = yaml.safe_load(shown.stdout)       # --print-config shows the values the run used, not null
+    assert config["clip"] == clip and config["lr"] == pytest.approx(lr)

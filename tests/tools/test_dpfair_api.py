@@ -99,7 +99,7 @@ def test_default_batch_steps_and_steps_sizes_come_from_n_budget_and_groups(tmp_p
     assert qc > p.ledger.sampling_rate
     assert c.ledger.steps < 40 and 0.98 <= c.ledger.epsilon_spent <= 1.0   # ... so fewer steps fit
     assert c.lr_dual == pytest.approx(0.03 / 0.1 * np.sqrt(1000 / c.ledger.steps))
-    assert c.ledger.clip_norm == 3.0 and c.lr == pytest.approx(2.0 / 3.0)  # constrained runs keep clip 3
+    assert c.ledger.clip_norm == 2.0 and c.lr == pytest.approx(1.0)  # constrained runs: clip 2 (stop 42)
     other = dpfair.plan(table, dpfair.TrainConfig(label="y", sensitive=["sex"], gamma=0.1, laplace_b=0.1,
                                                   epsilon=1.0, max_steps=40, count_epsilon=0.01), seed=1)
     noisy = dpfair.api.noisy_cell_counts(other.cells, 2, 0.01, seed=1)   # another seed, another noise
