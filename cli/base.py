@@ -379,16 +379,9 @@ def _wrap(func: Callable, resolve: Callable[[click.Context], dict[str, str]] | N
         if kwargs.get("print_config"):
             from cortexkit.formats.report import to_yaml
 
-<<<<<<< HEAD
             click.echo(to_yaml(resolved_config(ctx), flow=False), nl=False)
             for key, why in ctx.meta.get("cortexkit.why", {}).items():
                 click.echo(f"# {key.replace('_', '-')}: {why}")
-=======
-            config = resolved_config(ctx)
-            # a command may fill in the defaults it can resolve without reading its inputs
-            shown = getattr(ctx.command, "print_config_defaults", None)
-            click.echo(to_yaml(shown(config) if shown else config, flow=False), nl=False)
->>>>>>> dp9
             return None
         if output_kind(ctx) in ("artifact", "table"):
             check_binary_target(kwargs.get("output"))

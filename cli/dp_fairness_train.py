@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
@@ -140,19 +142,25 @@ def _model_and_table(run, model: str, table: str, iterate: str, categorical: str
     return dpfair.Model.from_artifact(artifact, iterate), _read_table(table, categorical)
 
 
-def _train_defaults(config: dict) -> dict:
-    """train --print-config: the clip and lr the run will use (they follow --constraint), not null.
-    Left null with --non-private (no clipping; the step comes from the data's curvature)."""
-    if config.get("non-private"):
-        return config
+def _resolve_train(ctx) -> dict[str, str]:
+    """The clip and lr the run will use (they follow --constraint), in place of null, before --print-config
+    and the stored config see them. Left null with --non-private (no clipping; the step comes from the
+    data's curvature)."""
+    params = ctx.params
+    if params.get("non_private"):
+        return {}
     from cortexkit.tools.dpfair.api import CLIP_CONSTRAINED, CLIP_UNCONSTRAINED, STEP_LENGTH
 
-    out = dict(config)
-    if out.get("clip") is None:
-        out["clip"] = CLIP_UNCONSTRAINED if out.get("constraint") == "none" else CLIP_CONSTRAINED
-    if out.get("lr") is None:
-        out["lr"] = STEP_LENGTH / out["clip"]
-    return out
+    why = {}
+    if params.get("clip") is None:
+        free = params.get("constraint") == "none"
+        params["clip"] = CLIP_UNCONSTRAINED if free else CLIP_CONSTRAINED
+        why["clip"] = f"{params['clip']:g}, the default {'without' if free else 'with'} a constraint"
+    if params.get("lr") is None:
+        clip = float(params["clip"])
+        params["lr"] = STEP_LENGTH / (clip if math.isfinite(clip) else 4.0)
+        why["lr"] = f"{params['lr']:g} = {STEP_LENGTH:g} / clip"
+    return why
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,7 +172,7 @@ ADVANCED_TRAIN = ("positive_label", "max_steps", "laplace_b", "count_epsilon", "
                   "dual_rates", "clip_split", "allow_small_groups", "validation", "validation_epsilon")
 
 
-@verb(group, "train", output="artifact", torch_options=True, advanced=ADVANCED_TRAIN)
+@verb(group, "train", output="artifact", torch_options=True, advanced=ADVANCED_TRAIN, resolve=_resolve_train)
 @click.argument("table", metavar="TABLE|-")
 @data_options
 @train_options
@@ -199,8 +207,6 @@ def train(run, table, **options):
     fitted.metadata["dpfair.validation"] = report
     run.write_artifact(fitted.tensors, KIND_MODEL, metadata=fitted.metadata, version=str(MODEL_VERSION))
 
-
-train.print_config_defaults = _train_defaults
 
 
 iterate_option = click.option(
