@@ -1,0 +1,136 @@
+"""Stop 42: one-at-a-time ablations of our NPE towards sbi 0.27's, for the SIR and OU misses.
+
+Used by ``theta_map_bench.py --ablations NAME ...`` (one tool "cortexkit-abl-NAME" per name, fitted
+beside ours and sbi on the same training rows). Each variant moves ONE difference of the list in
+RESULTS.md ("Study: SIR and OU misses (stop 42)") to sbi's and keeps everything else of
+``methods.fit_npe``: the init weights (``torch.manual_seed(seed)`` before the build), the split and
+the batch order (a generator seeded ``seed``, split first), the training loop and the rejection
+sampler. ``none`` moves nothing and must reproduce ``fit_npe`` exactly (the check of the harness).
+
+    none         nothing moved
+    theta-train  #2: after the map, theta standardised with the training rows' mean and sd
+    x-train      #3: the x standardiser fitted on the training rows only
+    theta-raw    #1: log-normal parameters z-scored on theta itself (the prior's log-normal mean
+                 and sd), samples rejected to theta > 0 (box and normal parameters unchanged)
+    theta-sbi    #1 + #2: sbi's theta handling (raw theta, training rows' statistics)
+    net-sbi      sbi's own estimator (posterior_nn("zuko_nsf") built on the training rows) in our
+                 training loop, sampled by rejection to the prior's support
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from cortexkit.tools.npe import methods as M
+from cortexkit.tools.npe.estimator import FlowConfig, PosteriorEstimator
+from cortexkit.tools.npe.training import TrainConfig, split_indices, train
+
+ABLATIONS = ("none", "theta-train", "x-train", "theta-raw", "theta-sbi", "net-sbi")
+
+
+class MappedPrior:
+    """The prior seen through a changed theta map: log-normal columns optionally z-scored on theta
+    itself, then an optional affine standardisation of the mapped u with given statistics. Offers
+    what PosteriorEstimator uses of a Prior (dim, has_box, in_support and the two maps)."""
+
+    def __init__(self, prior, raw_lognormal: bool = False):
+        self.prior = prior
+        self.dim = prior.dim
+        self.logn = torch.tensor([f.kind == "lognormal" for f in prior.factors]) & raw_lognormal
+        loc = torch.tensor([f.a for f in prior.factors])
+        scale = torch.tensor([f.b for f in prior.factors])
+        self.ln_mean = torch.exp(loc + scale**2 / 2)
+        self.ln_sd = self.ln_mean * torch.sqrt(torch.expm1(scale**2))
+        self.u_mean = torch.zeros(self.dim)
+        self.u_std = torch.ones(self.dim)
+        # leaks: mass can fall outside the support and is rejected at sampling
+        self.has_box = prior.has_box or bool(self.logn.any())
+
+    def in_support(self, theta):
+        return self.prior.in_support(theta)
+
+    def _raw(self, theta, box):
+        u, ld = self.prior.to_unconstrained(theta, box)
+        if self.logn.any():
+            m, sd = self.ln_mean.to(theta.dtype), self.ln_sd.to(theta.dtype)
+            u = torch.where(self.logn, (theta - m) / sd, u)
+            # replace the log map's log-det of these columns (-log theta - log scale) by the affine one
+            scale = torch.tensor([f.b for f in self.prior.factors], dtype=theta.dtype)
+            ld_log = -torch.log(theta.clamp_min(torch.finfo(theta.dtype).tiny)) - torch.log(scale)
+            zero = torch.zeros((), dtype=theta.dtype)
+            ld = ld - torch.where(self.logn, ld_log, zero).sum(-1) - torch.where(self.logn, torch.log(sd), zero).sum()
+        return u, ld
+
+    def fit_stats(self, theta, box="zscore"):
+        u, _ = self._raw(theta, box)
+        self.u_mean, self.u_std = u.mean(0), u.std(0).clamp_min(1e-14)
+
+    def to_unconstrained(self, theta, box="zscore"):
+        u, ld = self._raw(theta, box)
+        m, sd = self.u_mean.to(u.dtype), self.u_std.to(u.dtype)
+        return (u - m) / sd, ld - torch.log(sd).sum()
+
+    def from_unconstrained(self, u, box="zscore"):
+        u = u * self.u_std.to(u.dtype) + self.u_mean.to(u.dtype)
+        theta = self.prior.from_unconstrained(u, box)
+        return torch.where(self.logn, self.ln_mean.to(u.dtype) + self.ln_sd.to(u.dtype) * u, theta)
+
+
+class SbiNet(nn.Module):
+    """sbi's estimator behind our interface: log_prob(theta (n, d), x (n, x_dim)) -> (n,), and
+    sample(n, x_o) by rejection to the prior's support."""
+
+    def __init__(self, net, prior):
+        super().__init__()
+        self.net = net
+        self.prior = prior
+
+    def log_prob(self, theta, x):
+        return -self.net.loss(theta, x)
+
+    @torch.no_grad()
+    def sample(self, n, x_o):
+        kept, have = [], 0
+        while have < n:
+            th = self.net.sample((2 * n,), condition=x_o[None])[:, 0]
+            th = th[self.prior.in_support(th)]
+            kept.append(th)
+            have += th.shape[0]
+        return torch.cat(kept)[:n]
+
+
+def fit_ablation(name: str, prior, theta, x, flow_cfg: FlowConfig, train_cfg: TrainConfig, seed: int):
+    """One NPE fit with difference ``name`` moved to sbi's -> (model with .sample(n, x_o), history)."""
+    if name not in ABLATIONS:
+        raise ValueError(f"unknown ablation {name!r}; use one of {', '.join(ABLATIONS)}")
+    g = M._generator(seed)
+    tr, va = split_indices(theta.shape[0], train_cfg.validation_fraction, g)  # fit_npe's first use of g
+    torch.manual_seed(seed)
+    if name == "net-sbi":
+        from sbi.neural_nets import posterior_nn
+
+        model = SbiNet(posterior_nn("zuko_nsf")(theta[tr], x[tr]), prior)
+    else:
+        mapped = MappedPrior(prior, raw_lognormal=name in ("theta-raw", "theta-sbi"))
+        if name in ("theta-train", "theta-sbi"):
+            mapped.fit_stats(theta[tr], flow_cfg.theta_map)
+        model = PosteriorEstimator(mapped, x.shape[1], flow_cfg)
+        model.standardizer.fit(x[tr] if name == "x-train" else x)
+    hist = train(model, theta, x, train_cfg, g, None, (tr, va))
+    return model, hist
+
+
+def check_log_det(prior, theta, name="theta-raw", eps=1e-3):
+    """Numerical check of MappedPrior's log-det (used once by hand): returns max |analytic - numeric|."""
+    mp = MappedPrior(prior, raw_lognormal=name in ("theta-raw", "theta-sbi"))
+    mp.u_mean, mp.u_std = torch.randn(prior.dim) * 0.1, torch.rand(prior.dim) + 0.5
+    th = theta.double()
+    _, ld = mp.to_unconstrained(th)
+    num = torch.zeros(th.shape[0], dtype=torch.float64)
+    for j in range(prior.dim):  # the maps are elementwise: the Jacobian is diagonal
+        d = torch.zeros_like(th)
+        d[:, j] = eps * th[:, j].abs().clamp_min(1e-3)
+        up, _ = mp.to_unconstrained(th + d)
+        dn, _ = mp.to_unconstrained(th - d)
+        num += torch.log(((up - dn)[:, j] / (2 * d[:, j])).abs())
+    return float((ld - num).abs().max())
