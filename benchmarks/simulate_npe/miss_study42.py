@@ -134,3 +134,46 @@ def check_log_det(prior, theta, name="theta-raw", eps=1e-3):
         dn, _ = mp.to_unconstrained(th - d)
         num += torch.log(((up - dn)[:, j] / (2 * d[:, j])).abs())
     return float((ld - num).abs().max())
+
+
+def summarize(files, anchor="sbi-zuko_nsf", base="cortexkit-zscore", classifier="rf"):
+    """Per task: each tool's mean C2ST, its paired difference to ``anchor`` (over (seed, observation)
+    cells, +- 95 % half-width), the per-seed differences with their SE (sd / sqrt(seeds)), the share
+    of ``base``'s gap it closes, epochs and train CPU. Markdown on stdout."""
+    import json
+    import statistics as st
+
+    from cortexkit.tools.npe import metrics as Q
+
+    rows = [json.loads(line) for p in files for line in open(p) if line.strip()]
+    fits = {(r["task"], r["tool"], r["seed"]): r for r in rows if r.get("phase") == "fit" and r["method"] == "npe"}
+    print(f"| task | tool | {classifier.upper()}-C2ST | − sbi (± hw, cells) | per seed − sbi | SE over seeds | share of the gap closed | epochs | train CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for task in sorted({k[0] for k in fits}):
+        seeds = sorted({k[2] for k in fits if k[0] == task and k[1] == anchor})
+        tools = sorted({k[1] for k in fits if k[0] == task}, key=lambda t: (t != base, t == anchor, t))
+        gap = None
+        for tool in tools:
+            ss = [s for s in seeds if (task, tool, s) in fits]
+            va, vb, per = [], [], []
+            for s in ss:
+                a, b = fits[(task, tool, s)][f"c2st_{classifier}"], fits[(task, anchor, s)][f"c2st_{classifier}"]
+                m = min(len(a), len(b))
+                va += a[:m]
+                vb += b[:m]
+                per.append(sum(a[:m]) / m - sum(b[:m]) / m)
+            d = Q.mean_ci95([p - q for p, q in zip(va, vb)])
+            se = st.stdev(per) / len(per) ** 0.5 if len(per) > 1 else float("nan")
+            if tool == base:
+                gap = d["mean"]
+            share = "—" if tool in (base, anchor) or not gap else f"{1 - d['mean'] / gap:.2f}"
+            ep = " / ".join(str(fits[(task, tool, s)]["epochs"]) for s in ss)
+            cpu = sum(fits[(task, tool, s)]["train_cpu_s"] for s in ss) / len(ss)
+            print(f"| {task} | {tool} | {sum(va) / len(va):.3f} | {d['mean']:+.3f} ± {d['ci95']:.3f} ({d['n']}) "
+                  f"| {', '.join(f'{p:+.3f}' for p in per)} | {se:.3f} | {share} | {ep} | {cpu:.1f} |")
+
+
+if __name__ == "__main__":
+    import sys
+
+    summarize(sys.argv[1:])
