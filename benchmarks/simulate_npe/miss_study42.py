@@ -7,7 +7,7 @@ RESULTS.md ("Study: SIR and OU misses (stop 42)") to sbi's and keeps everything 
 the batch order (a generator seeded ``seed``, split first), the training loop and the rejection
 sampler. ``none`` moves nothing and must reproduce ``fit_npe`` exactly (the check of the harness).
 
-    none         nothing moved
+    none         nothing moved (from the log map of log-normal parameters, the default before stop 42)
     theta-train  #2: after the map, theta standardised with the training rows' mean and sd
     x-train      #3: the x standardiser fitted on the training rows only
     theta-raw    #1: log-normal parameters z-scored on theta itself (the prior's log-normal mean
@@ -17,6 +17,8 @@ sampler. ``none`` moves nothing and must reproduce ``fit_npe`` exactly (the chec
                  training loop, sampled by rejection to the prior's support
 """
 from __future__ import annotations
+
+import dataclasses
 
 import torch
 from torch import nn
@@ -50,7 +52,7 @@ class MappedPrior:
         return self.prior.in_support(theta)
 
     def _raw(self, theta, box):
-        u, ld = self.prior.to_unconstrained(theta, box)
+        u, ld = self.prior.to_unconstrained(theta, box, "log")
         if self.logn.any():
             m, sd = self.ln_mean.to(theta.dtype), self.ln_sd.to(theta.dtype)
             u = torch.where(self.logn, (theta - m) / sd, u)
@@ -65,14 +67,14 @@ class MappedPrior:
         u, _ = self._raw(theta, box)
         self.u_mean, self.u_std = u.mean(0), u.std(0).clamp_min(1e-14)
 
-    def to_unconstrained(self, theta, box="zscore"):
+    def to_unconstrained(self, theta, box="zscore", lognormal="log"):  # the log-normal map is set above
         u, ld = self._raw(theta, box)
         m, sd = self.u_mean.to(u.dtype), self.u_std.to(u.dtype)
         return (u - m) / sd, ld - torch.log(sd).sum()
 
-    def from_unconstrained(self, u, box="zscore"):
+    def from_unconstrained(self, u, box="zscore", lognormal="log"):
         u = u * self.u_std.to(u.dtype) + self.u_mean.to(u.dtype)
-        theta = self.prior.from_unconstrained(u, box)
+        theta = self.prior.from_unconstrained(u, box, "log")
         return torch.where(self.logn, self.ln_mean.to(u.dtype) + self.ln_sd.to(u.dtype) * u, theta)
 
 
@@ -114,7 +116,8 @@ def fit_ablation(name: str, prior, theta, x, flow_cfg: FlowConfig, train_cfg: Tr
         mapped = MappedPrior(prior, raw_lognormal=name in ("theta-raw", "theta-sbi"))
         if name in ("theta-train", "theta-sbi"):
             mapped.fit_stats(theta[tr], flow_cfg.theta_map)
-        model = PosteriorEstimator(mapped, x.shape[1], flow_cfg)
+        # the map is MappedPrior's: the estimator's own log-normal switch stays at the log map
+        model = PosteriorEstimator(mapped, x.shape[1], dataclasses.replace(flow_cfg, lognormal_map="log"))
         model.standardizer.fit(x[tr] if name == "x-train" else x)
     hist = train(model, theta, x, train_cfg, g, None, (tr, va))
     return model, hist
