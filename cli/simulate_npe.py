@@ -217,9 +217,10 @@ def _resolve_baseline(ctx, param, value):
 @click.option("--theta-map", type=click.Choice(["zscore", "logit"]), default="zscore", show_default=True,
               help="Map of box (uniform) parameters into the flow: zscore (affine, samples kept inside by rejection, "
                    "log q renormalised for the leaked mass; sbi's) or logit (the paper's).")
-@click.option("--lognormal-map", type=click.Choice(["zscore", "log"]), default="zscore", show_default=True,
+@click.option("--lognormal-map", type=click.Choice(["auto", "zscore", "log"]), default="auto", show_default=True,
               help="Map of log-normal parameters into the flow: zscore (theta itself, as sbi; samples kept above 0 by "
-                   "rejection, log q renormalised) or log (log theta standardised; the paper's bijection).")
+                   "rejection, log q renormalised) or log (log theta standardised); auto = zscore for npe, log for "
+                   "the other methods.")
 @click.option("--transforms", type=Size(min=1, bytes=lambda t, p: 4.0 * (p.get('hidden') or 1) ** 2 * t, what='transforms'), default=5, show_default=True,
               help="Autoregressive spline transforms in the flow.")
 @click.option("--bins", type=Size(min=2, bytes=lambda b, p: 4.0 * b * (p.get('hidden') or 1), what='bins'), default=10, show_default=True, help="Spline bins per transform (sbi's 10; the paper's 8).")

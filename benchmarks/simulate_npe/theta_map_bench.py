@@ -134,7 +134,7 @@ def run(args):
                     if fit is not M.fit_npe:
                         continue
                     t0 = time.process_time()
-                    pre[tool], h = M.fit_npe(task.prior, *lf, fcfg, pre_cfg, seed)
+                    pre[tool], h = M.fit_npe(task.prior, *lf, fcfg.resolve("mf-npe"), pre_cfg, seed)  # as the tool
                     emit(args.out, {"task": name, "phase": "pretrain", "tool": tool, "seed": seed,
                                     "n_lf": args.n_lf, "cpu_s": time.process_time() - t0, "epochs": h.epochs})
                 from sbi.inference import NPE

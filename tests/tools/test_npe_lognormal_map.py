@@ -85,3 +85,20 @@ def test_box_and_normal_priors_are_unaffected_by_the_lognormal_map():
 def test_unknown_lognormal_map_is_refused():
     with pytest.raises(ValueError, match="log-normal map"):
         PosteriorEstimator(LOGN, 1, FlowConfig(lognormal_map="logit"))
+
+
+def test_auto_is_zscore_for_npe_and_log_for_the_pretrained_and_sequential_methods():
+    from cortexkit.tools.npe.methods import fit_mf_npe
+    from cortexkit.tools.npe.training import TrainConfig
+
+    assert FlowConfig().lognormal_map == "auto"
+    assert FlowConfig().resolve("npe").lognormal_map == "zscore"
+    assert {FlowConfig().resolve(m).lognormal_map for m in ("mf-npe", "tsnpe", "mf-tsnpe", "a-mf-tsnpe")} == {"log"}
+    assert FlowConfig(lognormal_map="zscore").resolve("mf-npe").lognormal_map == "zscore"  # a choice stays
+    bare = PosteriorEstimator(LOGN, 1, FlowConfig(**SMALL))  # a bare estimator is plain NPE's
+    assert bare.cfg.lognormal_map == "zscore" and bare.leaks
+    g = torch.Generator().manual_seed(0)
+    theta = LOGN.sample(60, g)
+    x = theta[:, :1] + 0.1 * torch.randn(60, 1, generator=g)
+    model, _, pre = fit_mf_npe(LOGN, theta, x, theta, x, FlowConfig(**SMALL), base_cfg=TrainConfig(max_epochs=2))
+    assert pre.cfg.lognormal_map == "log" and model.cfg.lognormal_map == "log" and not model.leaks

@@ -19,7 +19,7 @@ autoregressive rational-quadratic spline layers with ``bins`` bins and condition
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch import nn
@@ -32,7 +32,7 @@ MIN_STD = 1e-7
 LEAK_SAMPLES = 2000
 _LEAK_SEED = 20260
 THETA_MAPS = ("zscore", "logit")
-LOGNORMAL_MAPS = ("zscore", "log")
+LOGNORMAL_MAPS = ("zscore", "log")  # and "auto" in a FlowConfig, resolved by FlowConfig.resolve
 
 
 @dataclass(frozen=True)
@@ -48,11 +48,20 @@ class FlowConfig:
     embedding_dim: int = 0  # 0: same as x dim
     theta_map: str = "zscore"  # box parameters: zscore (affine, leakage corrected) or logit (the paper's)
     # log-normal parameters: zscore (theta itself, leakage below 0 corrected; sbi's) or log (log theta
-    # standardised; the default before stop 42, benchmarks/simulate_npe/RESULTS.md)
-    lognormal_map: str = "zscore"
+    # standardised). auto: zscore for plain NPE, chosen at stop 42 on SIR NPE 10^3; log (the map before)
+    # for the LF-pretrained and sequential methods, where zscore was worse on SIR MF-NPE
+    # (benchmarks/simulate_npe/RESULTS.md). A built estimator holds the resolved name.
+    lognormal_map: str = "auto"
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def resolve(self, method: str = "npe") -> "FlowConfig":
+        """This config with ``lognormal_map="auto"`` made concrete for ``method``: zscore for npe, log
+        for the others (mf-npe, tsnpe, mf-tsnpe, a-mf-tsnpe)."""
+        if self.lognormal_map != "auto":
+            return self
+        return replace(self, lognormal_map="zscore" if method == "npe" else "log")
 
 
 class Standardizer(nn.Module):
@@ -92,6 +101,7 @@ class PosteriorEstimator(nn.Module):
 
         if cfg.theta_map not in THETA_MAPS:
             raise ValueError(f"unknown theta map {cfg.theta_map!r}; use one of {', '.join(THETA_MAPS)}")
+        cfg = cfg.resolve("npe")  # a bare estimator (plain NPE) unless the caller resolved it for its method
         if cfg.lognormal_map not in LOGNORMAL_MAPS:
             raise ValueError(f"unknown log-normal map {cfg.lognormal_map!r}; use one of {', '.join(LOGNORMAL_MAPS)}")
         self.prior = prior
