@@ -9,9 +9,10 @@ A prior is a product of one-dimensional factors, one per named parameter:
 The flow models u, so  log q(theta | x) = log q_u(u | x) + log |du/dtheta|, and samples mapped
 back through the inverse never leave the prior's support. Under the prior every u is standard
 (logistic for boxes, N(0, 1) otherwise), which matters because zuko's splines act on [-5, 5] only
-and are the identity outside it. The estimator's default maps are affine instead (``box="zscore"``,
-``lognormal="zscore"``: sbi's, the prior's mean and sd; samples outside the support are rejected). Boxes and normals get exactly sbi's ``mcmc_transform``, the map
-the MF-NPE authors use; for log-normals ``mcmc_transform`` stops at log(theta), which leaves a prior
+and are the identity outside it. The estimator may use affine maps instead (``box="zscore"``, its
+default, and ``lognormal="zscore"``, plain NPE's default): sbi's, with the prior's mean and sd;
+samples outside the support are then rejected. Boxes and normals get exactly sbi's
+``mcmc_transform``, the map the MF-NPE authors use; for log-normals ``mcmc_transform`` stops at log(theta), which leaves a prior
 such as LogNormal(-8, 0.5) in the splines' identity tails where the flow cannot move it (checked:
 posterior mean of log theta -0.3 instead of -8.3), so the prior's affine standardisation follows.
 """
