@@ -69,7 +69,8 @@ def _keep_partial(run, partial, failure, stop=None):
 ADVANCED_SIMULATE = ("quantile", "truncation_samples", "chunk_size", "partial", "resume_path")
 ADVANCED_TRAIN = ("timeout", "workers", "partial", "quantile", "truncation_samples", "ensemble", "active_fraction",
                   "candidates", "lr_pretrain", "patience_pretrain", "batch_size", "validation_fraction", "patience", "clip", "max_epochs",
-                  "x_stats", "transforms", "bins", "hidden", "depth", "embedding", "embedding_dim", "theta_map")
+                  "x_stats", "transforms", "bins", "hidden", "depth", "embedding", "embedding_dim", "theta_map",
+                  "lognormal_map")
 
 
 @verb(group, "simulate", output="artifact", torch_options=True, advanced=ADVANCED_SIMULATE)
@@ -216,6 +217,10 @@ def _resolve_baseline(ctx, param, value):
 @click.option("--theta-map", type=click.Choice(["zscore", "logit"]), default="zscore", show_default=True,
               help="Map of box (uniform) parameters into the flow: zscore (affine, samples kept inside by rejection, "
                    "log q renormalised for the leaked mass; sbi's) or logit (the paper's).")
+@click.option("--lognormal-map", type=click.Choice(["auto", "zscore", "log"]), default="auto", show_default=True,
+              help="Map of log-normal parameters into the flow: zscore (theta itself, as sbi; samples kept above 0 by "
+                   "rejection, log q renormalised) or log (log theta standardised); auto = zscore for npe, log for "
+                   "the other methods.")
 @click.option("--transforms", type=Size(min=1, bytes=lambda t, p: 4.0 * (p.get('hidden') or 1) ** 2 * t, what='transforms'), default=5, show_default=True,
               help="Autoregressive spline transforms in the flow.")
 @click.option("--bins", type=Size(min=2, bytes=lambda b, p: 4.0 * b * (p.get('hidden') or 1), what='bins'), default=10, show_default=True, help="Spline bins per transform (sbi's 10; the paper's 8).")
@@ -227,7 +232,7 @@ def _resolve_baseline(ctx, param, value):
 def train(run, method, baseline, hf_path, lf_path, pretrained, prior_path, task, simulator, simulator_cmd, timeout, workers,
           partial, x_o_path, observation, hf_budget, rounds, quantile, truncation_samples, ensemble, active_fraction,
           candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, patience_pretrain, clip, max_epochs, log_path, x_stats,
-          theta_map, transforms, bins, hidden, depth, embedding, embedding_dim):
+          theta_map, lognormal_map, transforms, bins, hidden, depth, embedding, embedding_dim):
     """Train a posterior estimator (npe, mf-npe, tsnpe, mf-tsnpe, a-mf-tsnpe) -> npe-posterior."""
     from cortexkit.tools import npe
     from cortexkit.tools.npe import io as npe_io
@@ -238,7 +243,7 @@ def train(run, method, baseline, hf_path, lf_path, pretrained, prior_path, task,
         batch_size=batch_size, validation_fraction=validation_fraction, patience=patience,
         patience_pretrain=patience_pretrain, clip=clip,
         max_epochs=max_epochs, x_stats=x_stats, transforms=transforms, bins=bins, hidden=hidden, depth=depth,
-        embedding=embedding, embedding_dim=embedding_dim, theta_map=theta_map, timeout=timeout, workers=workers,
+        embedding=embedding, embedding_dim=embedding_dim, theta_map=theta_map, lognormal_map=lognormal_map, timeout=timeout, workers=workers,
         baseline=baseline, seed=run.seed or 0)
     inputs = npe.load_train_inputs(
         config, run.read_artifact, hf=hf_path, lf=lf_path, pretrained=pretrained,

@@ -51,8 +51,10 @@ def main():
     for seed in args.seeds:
         th, x = theta_all[:args.n_npe], x_all[:args.n_npe]
         # stop 40 ran with 8 bins, then the default (it became 10 at stop 41)
-        for variant, fcfg, tcfg in (("default", FlowConfig(bins=8), base), ("patience200", FlowConfig(bins=8), long),
-                                    ("bins10", FlowConfig(bins=10), base)):
+        log_map = dict(lognormal_map="log")  # stop 40 ran before the log-normal z-score (stop 42)
+        for variant, fcfg, tcfg in (("default", FlowConfig(bins=8, **log_map), base),
+                                    ("patience200", FlowConfig(bins=8, **log_map), long),
+                                    ("bins10", FlowConfig(bins=10, **log_map), base)):
             t0 = time.process_time()
             post, h = M.fit_npe(task.prior, th, x, fcfg, tcfg, seed)
             t = time.process_time() - t0
@@ -61,7 +63,7 @@ def main():
                             **c2st(lambda xo, k, m=post: m.sample(k, xo), ref, 1000, ["rf"], args.observations)})
         if args.skip_mf:
             continue
-        pre, _ = M.fit_npe(task.prior, *lf, FlowConfig(bins=8), M.pretrain_config(base, 1e-4, 20), seed)
+        pre, _ = M.fit_npe(task.prior, *lf, FlowConfig(bins=8, lognormal_map="log"), M.pretrain_config(base, 1e-4, 20), seed)
         th, x = theta_all[:args.n_mf], x_all[:args.n_mf]
         for variant, refit in (("default", True), ("lf_x_stats", False)):
             t0 = time.process_time()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import os
 import sys
@@ -87,12 +88,25 @@ def sbi_train(inf, theta, x, cfg: TrainConfig, resume=False):
     return de, time.process_time() - t0, inf.summary["epochs_trained"][-1]
 
 
-def our_variants(maps, bins=None):
-    """(tool name, FlowConfig) of our fits: one per theta map, or per (map, bins) with ``--bins``
-    (tool "cortexkit-MAP-bB"; without ``--bins`` the flow's default bins and the name "cortexkit-MAP")."""
+def our_variants(maps, bins=None, ablations=(), lognormal_maps=None):
+    """(tool name, FlowConfig, NPE fit function) of our fits: one per theta map, or per (map, bins)
+    with ``--bins`` (tool "cortexkit-MAP-bB"; without ``--bins`` the flow's default bins and the name
+    "cortexkit-MAP"); then one per ``--ablations`` name (tool "cortexkit-abl-NAME", the first map and
+    the default bins; miss_study42.py, NPE rows only). ``--lognormal-maps``: each of ours once per
+    log-normal map (tool "...-ln-MAP"; without it the flow's default map)."""
     if not bins:
-        return [(f"cortexkit-{m}", FlowConfig(theta_map=m)) for m in maps]
-    return [(f"cortexkit-{m}-b{b}", FlowConfig(theta_map=m, bins=b)) for m in maps for b in bins]
+        out = [(f"cortexkit-{m}", FlowConfig(theta_map=m), M.fit_npe) for m in maps]
+    else:
+        out = [(f"cortexkit-{m}-b{b}", FlowConfig(theta_map=m, bins=b), M.fit_npe) for m in maps for b in bins]
+    if lognormal_maps:  # one fit per log-normal map too, tool "...-ln-MAP"
+        out = [(f"{t}-ln-{lm}", dataclasses.replace(f, lognormal_map=lm), fit) for t, f, fit in out for lm in lognormal_maps]
+    if ablations:
+        from miss_study42 import fit_ablation
+
+        for a in ablations:
+            fit = (lambda prior, th, x, fcfg, cfg, seed, a=a: fit_ablation(a, prior, th, x, fcfg, cfg, seed))
+            out.append((f"cortexkit-abl-{a}", FlowConfig(theta_map=maps[0]), fit))
+    return out
 
 
 def run(args):
@@ -100,7 +114,7 @@ def run(args):
     base = TrainConfig(lr=args.lr, batch_size=args.batch_size, validation_fraction=args.validation_fraction,
                        patience=args.patience)
     pre_cfg = M.pretrain_config(base, 1e-4, args.patience_pretrain or args.patience)
-    variants = our_variants(args.maps, args.bins)
+    variants = our_variants(args.maps, args.bins, args.ablations or (), args.lognormal_maps)
     for name in args.tasks:
         task = get_task(name)
         ref = reference(name)
@@ -116,9 +130,11 @@ def run(args):
         for seed in args.seeds:
             pre = {}
             if lf is not None:
-                for tool, fcfg in variants:
+                for tool, fcfg, fit in variants:
+                    if fit is not M.fit_npe:
+                        continue
                     t0 = time.process_time()
-                    pre[tool], h = M.fit_npe(task.prior, *lf, fcfg, pre_cfg, seed)
+                    pre[tool], h = M.fit_npe(task.prior, *lf, fcfg.resolve("mf-npe"), pre_cfg, seed)  # as the tool
                     emit(args.out, {"task": name, "phase": "pretrain", "tool": tool, "seed": seed,
                                     "n_lf": args.n_lf, "cpu_s": time.process_time() - t0, "epochs": h.epochs})
                 from sbi.inference import NPE
@@ -134,10 +150,10 @@ def run(args):
                 th, x = theta_all[:n], x_all[:n]
                 do_npe, do_mf = n in args.n_sim, n in n_mf
                 rows = []
-                for tool, fcfg in variants:
+                for tool, fcfg, fit in variants:
                     if do_npe:
                         t0 = time.process_time()
-                        post, h = M.fit_npe(task.prior, th, x, fcfg, base, seed)
+                        post, h = fit(task.prior, th, x, fcfg, base, seed)
                         rows.append(("npe", tool, lambda xo, k, m=post: m.sample(k, xo), time.process_time() - t0, h.epochs))
                     if tool in pre and do_mf:
                         t0 = time.process_time()
@@ -267,6 +283,11 @@ def main():
     ap.add_argument("--maps", nargs="+", default=["zscore", "logit"])
     ap.add_argument("--bins", type=int, nargs="+", default=None,
                     help="fit ours once per spline-bin count (tools cortexkit-MAP-bB); default: the flow's default, once")
+    ap.add_argument("--ablations", nargs="+", default=None,
+                    help="also NPE fits with one difference to sbi moved (miss_study42.py: none theta-train x-train "
+                         "theta-raw theta-sbi net-sbi), tools cortexkit-abl-NAME")
+    ap.add_argument("--lognormal-maps", nargs="+", default=None, choices=["zscore", "log"],
+                    help="fit ours once per log-normal map (tools cortexkit-MAP-ln-LM); default: the flow's default, once")
     ap.add_argument("--mf", action="store_true", help="also MF-NPE and sbi fine-tuning (tasks with an LF simulator)")
     ap.add_argument("--n-sim-mf", type=int, nargs="+", default=None,
                     help="HF budgets of the MF rows (default: --n-sim); NPE runs at --n-sim only")

@@ -627,7 +627,7 @@ def train(config: MethodConfig, inputs: TrainInputs, log=SILENT) -> TrainResult:
     from . import methods as M
     from .io import posterior_metadata, posterior_tensors
 
-    method, flow_cfg, base, seed = config.method, config.flow, config.train, config.seed
+    method, flow_cfg, base, seed = config.method, config.flow.resolve(config.method), config.train, config.seed
     prior, pre = inputs.prior, inputs.pretrained
     stages = []  # one entry per fit: the --log curve
 
@@ -690,7 +690,9 @@ def _baseline_npe(config: MethodConfig, inputs: TrainInputs, model, split, stage
     val = split[1]
     log.info(f"baseline: NPE on the same {theta.shape[0]} HF simulations, no LF (--baseline none skips it)")
     mon = StageMonitor(log, "baseline", config.train, stages)
-    base_model, h = M.fit_npe(inputs.prior, theta, x, config.flow, config.train, config.seed, mon, split=split)
+    # the same flow as the MF-NPE fit (its log-normal map included), so the two differ only by the LF data
+    base_model, h = M.fit_npe(inputs.prior, theta, x, config.flow.resolve(config.method), config.train, config.seed,
+                              mon, split=split)
     mon.close(h)
     ours, theirs = M.held_out_loss(model, theta[val], x[val]), M.held_out_loss(base_model, theta[val], x[val])
     log.info(f"validation ({val.numel()} held-out HF simulations), -log q(theta | x): "

@@ -4,8 +4,10 @@
 
 T is the prior's map of theta (:class:`~cortexkit.tools.npe.priors.Prior`): for box (uniform)
 parameters either the logit onto R (``theta_map="logit"``, the MF-NPE paper's; Z = 1) or an affine
-z-score with the prior's mean and sd (``"zscore"``, sbi's default). An affine map lets the flow put
-mass outside the box, so samples are drawn by rejection (kept inside the prior's support) and the
+z-score with the prior's mean and sd (``"zscore"``, sbi's default); for log-normal parameters either
+theta itself z-scored with the prior's mean and sd (``lognormal_map="zscore"``, sbi's) or log theta
+standardised (``"log"``; Z = 1). An affine map lets the flow put
+mass outside the support, so samples are drawn by rejection (kept inside the prior's support) and the
 density is renormalised by Z(x) = P_flow(theta in support | x), the acceptance rate, estimated from
 ``LEAK_SAMPLES`` flow draws under a fixed seed (so a score is a deterministic function of theta, x
 and the weights); outside the support log q = -inf. Training maximises the unnormalised term (sbi
@@ -17,7 +19,7 @@ autoregressive rational-quadratic spline layers with ``bins`` bins and condition
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch import nn
@@ -30,6 +32,7 @@ MIN_STD = 1e-7
 LEAK_SAMPLES = 2000
 _LEAK_SEED = 20260
 THETA_MAPS = ("zscore", "logit")
+LOGNORMAL_MAPS = ("zscore", "log")  # and "auto" in a FlowConfig, resolved by FlowConfig.resolve
 
 
 @dataclass(frozen=True)
@@ -44,9 +47,21 @@ class FlowConfig:
     embedding: str = "identity"  # or "mlp": 2-layer MLP(in, 50, out=embedding_dim)
     embedding_dim: int = 0  # 0: same as x dim
     theta_map: str = "zscore"  # box parameters: zscore (affine, leakage corrected) or logit (the paper's)
+    # log-normal parameters: zscore (theta itself, leakage below 0 corrected; sbi's) or log (log theta
+    # standardised). auto: zscore for plain NPE, chosen at stop 42 on SIR NPE 10^3; log (the map before)
+    # for the LF-pretrained and sequential methods, where zscore was worse on SIR MF-NPE
+    # (benchmarks/simulate_npe/RESULTS.md). A built estimator holds the resolved name.
+    lognormal_map: str = "auto"
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def resolve(self, method: str = "npe") -> "FlowConfig":
+        """This config with ``lognormal_map="auto"`` made concrete for ``method``: zscore for npe, log
+        for the others (mf-npe, tsnpe, mf-tsnpe, a-mf-tsnpe)."""
+        if self.lognormal_map != "auto":
+            return self
+        return replace(self, lognormal_map="zscore" if method == "npe" else "log")
 
 
 class Standardizer(nn.Module):
@@ -86,10 +101,15 @@ class PosteriorEstimator(nn.Module):
 
         if cfg.theta_map not in THETA_MAPS:
             raise ValueError(f"unknown theta map {cfg.theta_map!r}; use one of {', '.join(THETA_MAPS)}")
+        cfg = cfg.resolve("npe")  # a bare estimator (plain NPE) unless the caller resolved it for its method
+        if cfg.lognormal_map not in LOGNORMAL_MAPS:
+            raise ValueError(f"unknown log-normal map {cfg.lognormal_map!r}; use one of {', '.join(LOGNORMAL_MAPS)}")
         self.prior = prior
         self.cfg = cfg
         self.box_map = cfg.theta_map
-        self.leaks = cfg.theta_map == "zscore" and prior.has_box
+        self.lognormal_map = cfg.lognormal_map
+        self.leaks = ((cfg.theta_map == "zscore" and prior.has_box)
+                      or (cfg.lognormal_map == "zscore" and prior.has_lognormal))
         self.x_dim = int(x_dim)
         self.standardizer = Standardizer(self.x_dim)
         self.embedding, context = _embedding(cfg, self.x_dim)
@@ -106,7 +126,7 @@ class PosteriorEstimator(nn.Module):
 
     def flow_log_prob(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """log q(theta | x) before the leakage renormalisation -> (n,): the training objective."""
-        u, logdet = self.prior.to_unconstrained(theta, self.box_map)
+        u, logdet = self.prior.to_unconstrained(theta, self.box_map, self.lognormal_map)
         c = self.context(x)
         if c.dim() == 1:
             c = c.expand(theta.shape[0], -1)
@@ -134,7 +154,7 @@ class PosteriorEstimator(nn.Module):
             for i in range(0, uniq.shape[0], per_call):
                 c = self.context(uniq[i:i + per_call])
                 u = self.flow(c).sample((n_samples,))  # (n_samples, k, d)
-                theta = self.prior.from_unconstrained(u.reshape(-1, u.shape[-1]), self.box_map)
+                theta = self.prior.from_unconstrained(u.reshape(-1, u.shape[-1]), self.box_map, self.lognormal_map)
                 inside = self.prior.in_support(theta).reshape(n_samples, -1)
                 acc[i:i + per_call] = inside.double().mean(0).float()
         out = torch.log(acc.clamp_min(1.0 / n_samples))[inverse]
@@ -146,14 +166,15 @@ class PosteriorEstimator(nn.Module):
         support (by rejection under the z-score map of a box prior)."""
         flow = self.flow(self.context(x_o))
         if not self.leaks:
-            return self.prior.from_unconstrained(flow.sample((n,)), self.box_map)
+            return self.prior.from_unconstrained(flow.sample((n,)), self.box_map, self.lognormal_map)
         kept, have, drawn, rate = [], 0, 0, 1.0
         while have < n:
             if drawn >= max_draws or (drawn >= 100 * n and rate < 1e-3):
                 raise ValueError(f"only {have} of {drawn} posterior draws fell inside the prior's bounds; the "
-                                 "flow has leaked almost all its mass (retrain, or train with --theta-map logit)")
+                                 "flow has leaked almost all its mass (retrain, or train with --theta-map logit "
+                                 "--lognormal-map log)")
             m = min(max_draws, int(1.2 * (n - have) / max(rate, 1e-3)) + 16)
-            theta = self.prior.from_unconstrained(flow.sample((m,)), self.box_map)
+            theta = self.prior.from_unconstrained(flow.sample((m,)), self.box_map, self.lognormal_map)
             theta = theta[self.prior.in_support(theta)]
             kept.append(theta)
             have += theta.shape[0]

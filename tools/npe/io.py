@@ -31,7 +31,8 @@ def posterior_metadata(posterior: EnsemblePosterior) -> dict:
 def posterior_from(tensors: dict[str, torch.Tensor], meta: dict) -> EnsemblePosterior:
     """Rebuild the ensemble from :func:`posterior_tensors` output and the decoded metadata."""
     prior = Prior.from_spec(meta["npe.prior"])
-    cfg = FlowConfig(**{"theta_map": "logit", **meta["npe.flow"]})  # files from before --theta-map used the logit
+    # files from before --theta-map used the logit, files from before --lognormal-map the log map
+    cfg = FlowConfig(**{"theta_map": "logit", "lognormal_map": "log", **meta["npe.flow"]})
     members = []
     for m in range(int(meta["npe.members"])):
         est = PosteriorEstimator(prior, int(meta["npe.x_dim"]), cfg)

@@ -94,6 +94,7 @@ def fit_mf_npe(prior: Prior, theta_lf, x_lf, theta_hf, x_hf, flow_cfg: FlowConfi
     if x_lf is not None and x_lf.shape[1] != x_hf.shape[1]:
         raise ValueError(f"LF x has {x_lf.shape[1]} dimensions but HF x has {x_hf.shape[1]}; both fidelities must share the x-space")
     base_cfg = base_cfg or TrainConfig()
+    flow_cfg = flow_cfg.resolve("mf-npe")
     hists = {}
     if pretrained is None:
         pretrained, hists["pretrain"] = fit_npe(prior, theta_lf, x_lf, flow_cfg, pretrain_config(base_cfg, lr_pretrain, patience_pretrain), seed, on_epoch)
@@ -247,7 +248,7 @@ def run_sequential(prior: Prior, simulator: Simulator, x_o: torch.Tensor, n_hf: 
         all_x.append(rec.x)
         theta_all, x_all = torch.cat(all_theta), torch.cat(all_x)
         if members is None:  # TSNPE: the network is built on the first round's data
-            m = PosteriorEstimator(prior, x_all.shape[1], flow_cfg)
+            m = PosteriorEstimator(prior, x_all.shape[1], flow_cfg.resolve("tsnpe"))
             m.standardizer.fit(x_all)
             members = [m]
         elif r == 0 and refit_x_stats:

@@ -9,8 +9,10 @@ A prior is a product of one-dimensional factors, one per named parameter:
 The flow models u, so  log q(theta | x) = log q_u(u | x) + log |du/dtheta|, and samples mapped
 back through the inverse never leave the prior's support. Under the prior every u is standard
 (logistic for boxes, N(0, 1) otherwise), which matters because zuko's splines act on [-5, 5] only
-and are the identity outside it. Boxes and normals get exactly sbi's ``mcmc_transform``, the map
-the MF-NPE authors use; for log-normals ``mcmc_transform`` stops at log(theta), which leaves a prior
+and are the identity outside it. The estimator may use affine maps instead (``box="zscore"``, its
+default, and ``lognormal="zscore"``, plain NPE's default): sbi's, with the prior's mean and sd;
+samples outside the support are then rejected. Boxes and normals get exactly sbi's
+``mcmc_transform``, the map the MF-NPE authors use; for log-normals ``mcmc_transform`` stops at log(theta), which leaves a prior
 such as LogNormal(-8, 0.5) in the splines' identity tails where the flow cannot move it (checked:
 posterior mean of log theta -0.3 instead of -8.3), so the prior's affine standardisation follows.
 """
@@ -152,14 +154,28 @@ class Prior:
         """Whether some parameter has a bounded (uniform) prior."""
         return any(f.kind == "uniform" for f in self.factors)
 
-    def to_unconstrained(self, theta: torch.Tensor, box: str = "logit") -> tuple[torch.Tensor, torch.Tensor]:
+    @property
+    def has_lognormal(self) -> bool:
+        """Whether some parameter has a log-normal prior (support theta > 0)."""
+        return any(f.kind == "lognormal" for f in self.factors)
+
+    def _lognormal_moments(self, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean, sd) of each factor read as LogNormal(a, b): exp(a + b^2/2), mean sqrt(exp(b^2) - 1)."""
+        a, b = self._ab(torch.float64)
+        mean = torch.exp(a + b**2 / 2)
+        return mean.to(dtype), (mean * torch.sqrt(torch.expm1(b**2))).to(dtype)
+
+    def to_unconstrained(self, theta: torch.Tensor, box: str = "logit",
+                         lognormal: str = "log") -> tuple[torch.Tensor, torch.Tensor]:
         """theta (n, d) -> (u (n, d), log|det du/dtheta| (n,)).
 
         Box, ``box="logit"`` (the paper's map onto R): s = (theta - low)/(high - low),
         u = log s - log(1 - s), log|du/dtheta| = -log s - log(1-s) - log(high-low).
         Box, ``box="zscore"`` (sbi's default, affine: the flow's mass can leak past the bounds):
         u = (theta - (low + high)/2) / ((high - low)/sqrt(12)), the prior's mean and sd.
-        Log-normal: u = (log theta - loc)/scale, log|du/dtheta| = -log theta - log scale.
+        Log-normal, ``lognormal="log"``: u = (log theta - loc)/scale, log|du/dtheta| = -log theta - log scale.
+        Log-normal, ``lognormal="zscore"`` (sbi's: theta itself z-scored, mass can leak below 0):
+        u = (theta - m)/s with the prior's mean m = exp(loc + scale^2/2) and sd s = m sqrt(exp(scale^2) - 1).
         Normal: u = (theta - loc)/scale, log|du/dtheta| = -log scale."""
         a, b = self._ab(theta.dtype)
         uni, logn = self._col("uniform"), self._col("lognormal")
@@ -174,11 +190,15 @@ class Prior:
         log_t = torch.log(theta.clamp_min(torch.finfo(theta.dtype).tiny))
         u = torch.where(uni, u_box, (torch.where(logn, log_t, theta) - a) / b)
         logdet = torch.where(uni, ld_box, torch.where(logn, -log_t, torch.zeros_like(theta)) - torch.log(b))
+        if lognormal == "zscore" and self.has_lognormal:
+            m, s = self._lognormal_moments(theta.dtype)
+            u = torch.where(logn, (theta - m) / s, u)
+            logdet = torch.where(logn, -torch.log(s).expand_as(theta), logdet)
         return u, logdet.sum(-1)
 
-    def from_unconstrained(self, u: torch.Tensor, box: str = "logit") -> torch.Tensor:
-        """u (n, d) -> theta (n, d), the inverse of :meth:`to_unconstrained`. The logit map lands in the
-        support; the z-score map may not (the caller rejects what falls outside)."""
+    def from_unconstrained(self, u: torch.Tensor, box: str = "logit", lognormal: str = "log") -> torch.Tensor:
+        """u (n, d) -> theta (n, d), the inverse of :meth:`to_unconstrained`. The logit and log maps land
+        in the support; the z-score maps may not (the caller rejects what falls outside)."""
         a, b = self._ab(u.dtype)
         uni, logn = self._col("uniform"), self._col("lognormal")
         if box == "zscore":
@@ -188,4 +208,9 @@ class Prior:
             box_theta = torch.minimum(torch.maximum(box_theta, a), b)  # rounding never steps outside [low, high]
         box = box_theta
         y = a + b * u
-        return torch.where(uni, box, torch.where(logn, torch.exp(y), y))
+        if lognormal == "zscore" and self.has_lognormal:
+            m, s = self._lognormal_moments(u.dtype)
+            pos = m + s * u
+        else:
+            pos = torch.exp(y)
+        return torch.where(uni, box, torch.where(logn, pos, y))
