@@ -288,7 +288,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
             template_vertex_sets(tpl), len(tpl.keypoint_names))
         run.config["keypoint-offsets"] = keypoint_offsets
     if "keypoint-offsets" in run.why:
-        run.info(f"keypoint offsets: {run.why['keypoint-offsets']}")
+        run.detail(f"keypoint offsets: {run.why['keypoint-offsets']}")
     views = _file_masks(_views(run, inputs, calibration, units, camera_names), masks_dir, 64)
     tpl, obs = _observations(views, tpl)
     image_files = None

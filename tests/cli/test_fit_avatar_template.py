@@ -23,7 +23,7 @@ def test_hexapod_avatar_and_glb_keep_the_input_vertex_and_face_order(sh, tmp_pat
     cortexkit fit-avatar track avatar.st views.st --steps 20 --window 4 --overlap 1 --threads 1 -v \
       -o poses.st 2> track.log
     cortexkit fit-avatar export avatar.st poses.st -o fitted.glb --obj-dir frames/
-    cortexkit fit-avatar shape avatar.st views.st --n-keyframes 1 --steps 1,1,1,1 --threads 1 -o again.st 2> again.log
+    cortexkit fit-avatar shape avatar.st views.st --n-keyframes 1 --steps 1,1,1,1 --threads 1 -v -o again.st 2> again.log
     """
     proc = sh(script, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
