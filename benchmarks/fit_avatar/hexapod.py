@@ -79,8 +79,11 @@ def main():
                     "FitConfig.track_steps); each under track_steps_N")
     ap.add_argument("--temporal", default="", help="also track with these temporal weights, WEIGHT[:ORDER] "
                     "comma-separated (order 1 velocity, 2 acceleration)")
-    ap.add_argument("--track-masks", action="store_true", help="also track with silhouettes (what `track` "
-                    "does when masks are given), under track_masks")
+    ap.add_argument("--track-masks", nargs="?", const="all", default="", help="also track with silhouettes "
+                    "(what `track` does when masks are given), under track_masks; optionally only after these "
+                    "avatars (comma-separated names: keypoints, masks, masks_grad_all)")
+    ap.add_argument("--masks-grad-all", action="store_true", help="also fit (and track) a masked avatar with "
+                    "the rasteriser's reference backward (FitConfig.silhouette_grad_all), under masks_grad_all")
     ap.add_argument("--keypoint-offsets", default="", help="keypoint-only avatars with these marker weights "
                     "(FitConfig.keypoint_offsets; W or W:mesh), comma-separated, instead of the default one")
     args = ap.parse_args()
@@ -136,6 +139,7 @@ def main():
                 variants.append((f"keypoints_offsets_{item.replace(':', '_')}", False,
                                  {"keypoint_offsets": float(w), "markers_in_bones": where != "mesh"}))
         variants += [] if args.no_masks else [("masks", True, {})]
+        variants += [("masks_grad_all", True, {"silhouette_grad_all": True})] if args.masks_grad_all else []
         for name, sil, extra in variants:
             config = FitConfig(**{**overrides, **extra, "silhouettes": sil})
             t0, w0 = time.process_time(), time.perf_counter()
@@ -177,11 +181,13 @@ def main():
             for item in [x for x in args.temporal.split(",") if x]:
                 w, order = (float(item.split(":")[0]), int(item.split(":")[1])) if ":" in item else (float(item), 1)
                 variants.append((f"track_temporal_{w:g}_order_{order}", {"temporal_weight": w, "temporal_order": order}))
-            variants += [("track_masks", {"silhouettes": True})] if args.track_masks else []
+            if args.track_masks and (args.track_masks == "all" or name in args.track_masks.split(",")):
+                variants += [("track_masks", {"silhouettes": True})]
+            shape_extra = extra
             for key, extra in variants:   # one track per variant, same avatar and views
                 t1 = time.process_time()
                 pose = track_sequence(tpl, shaped.shape, obs, FitConfig(**{
-                    **overrides, "silhouettes": False, **extra})).pose
+                    **overrides, **shape_extra, "silhouettes": False, **extra})).pose
                 cpu = (time.process_time() - t1) / len(world)
                 mw = model_metrics(tpl, shaped.shape, pose, truth, cams)
                 row[f"avatar_{name}"][key] = {
