@@ -25,16 +25,17 @@ def _pairs(tri: torch.Tensor, size: int, radius: float):
     """(N, F, 3, 2) triangles in crop pixels -> the (pixel, face) pairs of each face's window (its
     bounding box grown by ``radius``, clipped to the crop), in (image, face, row, column) order:
     (row index into N F, column, row) each (P,). O(P), not O(N F × the largest window)."""
-    lo = (tri.min(2).values - radius - 0.5).ceil().clamp(0, size - 1).long()   # first pixel index
-    hi = (tri.max(2).values + radius - 0.5).floor().clamp(-1, size - 1).long()  # last pixel index
-    lo = lo.reshape(-1, 2)
-    extent = (hi.reshape(-1, 2) - lo + 1).clamp(min=0)      # (N F, 2) pixels covered per axis
+    # int32 arithmetic (half the memory traffic of int64); pair_face int64 for indexing
+    lo = (tri.min(2).values - radius - 0.5).ceil().clamp(0, size - 1).int().reshape(-1, 2)   # first pixel
+    hi = (tri.max(2).values + radius - 0.5).floor().clamp(-1, size - 1).int().reshape(-1, 2)  # last pixel
+    extent = (hi - lo + 1).clamp(min=0)                     # (N F, 2) pixels covered per axis
     counts = extent[:, 0] * extent[:, 1]
-    pair_face = torch.repeat_interleave(torch.arange(len(counts)), counts)
-    within = torch.arange(len(pair_face)) - (torch.cumsum(counts, 0) - counts)[pair_face]
+    pair_face = torch.repeat_interleave(torch.arange(len(counts), dtype=torch.int32), counts).long()
+    within = torch.arange(len(pair_face), dtype=torch.int32) - (torch.cumsum(counts, 0, dtype=torch.int32) - counts)[pair_face]
     width = extent[:, 0][pair_face]
-    col = lo[:, 0][pair_face] + within % width
-    row = lo[:, 1][pair_face] + torch.div(within, width, rounding_mode="floor")
+    row = torch.div(within, width, rounding_mode="floor")
+    col = within - row * width + lo[:, 0][pair_face]
+    row += lo[:, 1][pair_face]
     return pair_face, col, row
 
 
@@ -48,14 +49,18 @@ class _SoftSilhouette(torch.autograd.Function):
     def forward(ctx, tri, pair_face, px, py, pixel, n_pixels: int, sigma: float, radius: float):
         x, y = tri[..., 0], tri[..., 1]                      # (N F, 3) corners
         ex, ey = x[:, [1, 2, 0]] - x, y[:, [1, 2, 0]] - y    # edges a -> b
-        ee = (ex * ex + ey * ey).clamp(min=1e-12)
-        ex, ey, ee = ex[pair_face], ey[pair_face], ee[pair_face]
-        wx, wy = px[:, None] - x[pair_face], py[:, None] - y[pair_face]   # (P, 3)
-        u = ((wx * ex + wy * ey) / ee).clamp(0, 1)
-        dx, dy = wx - u * ex, wy - u * ey
-        d2, edge = (dx * dx + dy * dy).min(1)                # squared distance to the boundary
-        cross = ex * wy - ey * wx                            # edge functions
-        inside = (cross >= 0).all(1) | (cross <= 0).all(1)   # same side of all three edges
+        ex, ey = ex[pair_face], ey[pair_face]                # (P, 3) each, contiguous
+        # (no autograd in here: in place where it can, fewer large allocations and page faults)
+        wx, wy = x[pair_face].neg_().add_(px[:, None]), y[pair_face].neg_().add_(py[:, None])   # p - a
+        cross = ex * wy
+        cross.sub_(ey * wx)                                  # edge functions
+        lo_hi = torch.aminmax(cross, dim=1)
+        inside = (lo_hi.min >= 0) | (lo_hi.max <= 0)         # same side of all three edges
+        del cross, lo_hi
+        u = wx * ex
+        u.add_(wy * ey).div_((ex * ex).add_(ey * ey).clamp_(min=1e-12)).clamp_(0, 1)
+        dx, dy = wx.sub_(u * ex), wy.sub_(u * ey)            # p - a - u e
+        d2, edge = (dx * dx).add_(dy * dy).min(1)            # squared distance to the boundary
         signed = torch.where(inside, -d2, d2)
         log_out = -torch.nn.functional.softplus(-signed / sigma)   # log(1 - prob)
         acc = torch.zeros(n_pixels, dtype=tri.dtype).index_add(0, pixel, log_out)
