@@ -11,7 +11,9 @@ masks) and tracking. YAML on stdout.
 ``--track-steps 120,240`` tracks each avatar again with each step count (same views and anchors);
 ``--keypoint-offsets 0,1000,1000:mesh`` fits one keypoint-only avatar per marker weight (``:mesh``:
 markers free in the mesh stage only) against the same views and anchors, each under
-``avatar_keypoints_offsets_W``.
+``avatar_keypoints_offsets_W``; ``--masks-grad-all`` adds a masked avatar fitted with the
+rasteriser's reference backward (autograd over every pair) beside the default one;
+``--track-masks [NAMES]`` tracks with silhouettes after every avatar (or the named ones).
 
 ``--template``, ``--keypoints``, ``--symmetry`` (default: the hexapod's, tests/data/hexapod) run the
 same benchmark on another procedural template in metres, e.g. the held-out bird:
