@@ -84,6 +84,10 @@ def main():
     ap.add_argument("--track-masks", nargs="?", const="all", default="", help="also track with silhouettes "
                     "(what `track` does when masks are given), under track_masks; optionally only after these "
                     "avatars (comma-separated names: keypoints, masks, masks_grad_all)")
+    ap.add_argument("--track-masks-cameras", default="", help="with --track-masks, also track with these "
+                    "silhouette cameras per frame (FitConfig.track_silhouette_cameras), comma-separated, under "
+                    "track_masks_cams_N")
+    ap.add_argument("--start", type=int, default=0, help="first frame of the clip")
     ap.add_argument("--masks-grad-all", action="store_true", help="also fit (and track) a masked avatar with "
                     "the rasteriser's reference backward (FitConfig.silhouette_grad_all), under masks_grad_all")
     ap.add_argument("--keypoint-offsets", default="", help="keypoint-only avatars with these marker weights "
@@ -102,10 +106,10 @@ def main():
     tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
                              mesh.rest_world, unit_mm=1000.0, keypoints=kmap, symmetry=sym)
     clip = args.clip or next(iter(mesh.animations))
-    world = mesh.animations[clip]["world"][:args.frames]
+    world = mesh.animations[clip]["world"][args.start:args.start + args.frames]
     root = Path(__file__).resolve().parents[2]
     shown = template.resolve().relative_to(root) if template.resolve().is_relative_to(root) else template
-    out = {"template": str(shown), "clip": clip, "frames": int(len(world)), "seed": args.seed,
+    out = {"template": str(shown), "clip": clip, "frames": int(len(world)), "start": args.start, "seed": args.seed,
            "keyframes": args.keyframes, "crop": args.crop, "config_overrides": overrides,
            "groups": tpl.n_groups, "rigs": {}}
     # per keypoint: the vertex sets (where markers can help) and the head's tip
@@ -185,6 +189,8 @@ def main():
                 variants.append((f"track_temporal_{w:g}_order_{order}", {"temporal_weight": w, "temporal_order": order}))
             if args.track_masks and (args.track_masks == "all" or name in args.track_masks.split(",")):
                 variants += [("track_masks", {"silhouettes": True})]
+                variants += [(f"track_masks_cams_{n}", {"silhouettes": True, "track_silhouette_cameras": int(n)})
+                             for n in args.track_masks_cameras.split(",") if n]
             shape_extra = extra
             for key, extra in variants:   # one track per variant, same avatar and views
                 t1 = time.process_time()

@@ -66,6 +66,7 @@ def test_every_bone_gets_a_scale_root_children_included_pairs_share(mesh):
 
 
 def test_keypoint_map_schema_nested_joint_entries_and_vertex_sets(mesh):
+    from cortexkit.tools.avatar.model import Pose, Shape, forward
 
     spec = yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text())
     tpl = build(mesh, keypoints=spec)     # nested 'keypoints:' beside a 'template:' key
