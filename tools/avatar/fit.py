@@ -79,7 +79,7 @@ class FitConfig:
     temporal_order: int = 2         # 1: angular velocity (BigMaQ), 2: angular acceleration (Fox Walk
                                     # 2.97 -> 2.67 mm, Run 5.47 -> 4.82 mm at weight 1, 16 cameras)
     silhouette_cameras: int = 6     # cameras per frame that render silhouettes (0 = all; BigMaQ: 6)
-    track_silhouette_cameras: int = 6  # the same budget while tracking (0 = all; BigMaQ: 6; RESULTS section 10)
+    track_silhouette_cameras: int = 4  # the same budget while tracking (0 = all; BigMaQ: 6; 4 by RESULTS section 10)
     silhouette_grad_all: bool = False  # rasteriser backward through autograd over every (pixel, face) pair
                                        # (the reference path; default: only the pairs with a gradient
                                        # that counts, benchmarks/fit_avatar RESULTS section 9)
