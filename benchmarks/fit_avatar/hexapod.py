@@ -11,7 +11,9 @@ masks) and tracking. YAML on stdout.
 ``--track-steps 120,240`` tracks each avatar again with each step count (same views and anchors);
 ``--keypoint-offsets 0,1000,1000:mesh`` fits one keypoint-only avatar per marker weight (``:mesh``:
 markers free in the mesh stage only) against the same views and anchors, each under
-``avatar_keypoints_offsets_W``.
+``avatar_keypoints_offsets_W``; ``--masks-grad-all`` adds a masked avatar fitted with the
+rasteriser's reference backward (autograd over every pair) beside the default one;
+``--track-masks [NAMES]`` tracks with silhouettes after every avatar (or the named ones).
 
 ``--template``, ``--keypoints``, ``--symmetry`` (default: the hexapod's, tests/data/hexapod) run the
 same benchmark on another procedural template in metres, e.g. the held-out bird:
@@ -79,8 +81,15 @@ def main():
                     "FitConfig.track_steps); each under track_steps_N")
     ap.add_argument("--temporal", default="", help="also track with these temporal weights, WEIGHT[:ORDER] "
                     "comma-separated (order 1 velocity, 2 acceleration)")
-    ap.add_argument("--track-masks", action="store_true", help="also track with silhouettes (what `track` "
-                    "does when masks are given), under track_masks")
+    ap.add_argument("--track-masks", nargs="?", const="all", default="", help="also track with silhouettes "
+                    "(what `track` does when masks are given), under track_masks; optionally only after these "
+                    "avatars (comma-separated names: keypoints, masks, masks_grad_all)")
+    ap.add_argument("--track-masks-cameras", default="", help="with --track-masks, also track with these "
+                    "silhouette cameras per frame (FitConfig.track_silhouette_cameras), comma-separated, under "
+                    "track_masks_cams_N")
+    ap.add_argument("--start", type=int, default=0, help="first frame of the clip")
+    ap.add_argument("--masks-grad-all", action="store_true", help="also fit (and track) a masked avatar with "
+                    "the rasteriser's reference backward (FitConfig.silhouette_grad_all), under masks_grad_all")
     ap.add_argument("--keypoint-offsets", default="", help="keypoint-only avatars with these marker weights "
                     "(FitConfig.keypoint_offsets; W or W:mesh), comma-separated, instead of the default one")
     args = ap.parse_args()
@@ -97,10 +106,10 @@ def main():
     tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
                              mesh.rest_world, unit_mm=1000.0, keypoints=kmap, symmetry=sym)
     clip = args.clip or next(iter(mesh.animations))
-    world = mesh.animations[clip]["world"][:args.frames]
+    world = mesh.animations[clip]["world"][args.start:args.start + args.frames]
     root = Path(__file__).resolve().parents[2]
     shown = template.resolve().relative_to(root) if template.resolve().is_relative_to(root) else template
-    out = {"template": str(shown), "clip": clip, "frames": int(len(world)), "seed": args.seed,
+    out = {"template": str(shown), "clip": clip, "frames": int(len(world)), "start": args.start, "seed": args.seed,
            "keyframes": args.keyframes, "crop": args.crop, "config_overrides": overrides,
            "groups": tpl.n_groups, "rigs": {}}
     # per keypoint: the vertex sets (where markers can help) and the head's tip
@@ -136,6 +145,7 @@ def main():
                 variants.append((f"keypoints_offsets_{item.replace(':', '_')}", False,
                                  {"keypoint_offsets": float(w), "markers_in_bones": where != "mesh"}))
         variants += [] if args.no_masks else [("masks", True, {})]
+        variants += [("masks_grad_all", True, {"silhouette_grad_all": True})] if args.masks_grad_all else []
         for name, sil, extra in variants:
             config = FitConfig(**{**overrides, **extra, "silhouettes": sil})
             t0, w0 = time.process_time(), time.perf_counter()
@@ -177,11 +187,15 @@ def main():
             for item in [x for x in args.temporal.split(",") if x]:
                 w, order = (float(item.split(":")[0]), int(item.split(":")[1])) if ":" in item else (float(item), 1)
                 variants.append((f"track_temporal_{w:g}_order_{order}", {"temporal_weight": w, "temporal_order": order}))
-            variants += [("track_masks", {"silhouettes": True})] if args.track_masks else []
+            if args.track_masks and (args.track_masks == "all" or name in args.track_masks.split(",")):
+                variants += [("track_masks", {"silhouettes": True})]
+                variants += [(f"track_masks_cams_{n}", {"silhouettes": True, "track_silhouette_cameras": int(n)})
+                             for n in args.track_masks_cameras.split(",") if n]
+            shape_extra = extra
             for key, extra in variants:   # one track per variant, same avatar and views
                 t1 = time.process_time()
                 pose = track_sequence(tpl, shaped.shape, obs, FitConfig(**{
-                    **overrides, "silhouettes": False, **extra})).pose
+                    **overrides, **shape_extra, "silhouettes": False, **extra})).pose
                 cpu = (time.process_time() - t1) / len(world)
                 mw = model_metrics(tpl, shaped.shape, pose, truth, cams)
                 row[f"avatar_{name}"][key] = {

@@ -79,6 +79,10 @@ class FitConfig:
     temporal_order: int = 2         # 1: angular velocity (BigMaQ), 2: angular acceleration (Fox Walk
                                     # 2.97 -> 2.67 mm, Run 5.47 -> 4.82 mm at weight 1, 16 cameras)
     silhouette_cameras: int = 6     # cameras per frame that render silhouettes (0 = all; BigMaQ: 6)
+    track_silhouette_cameras: int = 4  # the same budget while tracking (0 = all; BigMaQ: 6; 4 by RESULTS section 10)
+    silhouette_grad_all: bool = False  # rasteriser backward through autograd over every (pixel, face) pair
+                                       # (the reference path; default: only the pairs with a gradient
+                                       # that counts, benchmarks/fit_avatar RESULTS section 9)
     outlier_px: float = 10.0        # image px: detections farther than this from the fit are dropped
                                     # half-way (0 = keep all; robust 2D residuals)
     mesh_bones: bool = False        # also refine scale and bone scales in the mesh stage (with silhouettes)
@@ -237,7 +241,8 @@ def image_terms(template: Template, verts, keypoints, obs: Observations, use: to
             vproj = project(cams, verts).permute(1, 0, 2, 3)[b_idx, c_idx]      # (N, V, 2)
             crop = obs.crops[b_idx, c_idx].to(vproj.dtype)
             pix = (vproj - crop[:, None, :2]) * crop[:, None, 2:]
-            alpha = soft_silhouette(pix, template.faces, obs.masks.shape[-1], config.sigma)
+            alpha = soft_silhouette(pix, template.faces, obs.masks.shape[-1], config.sigma,
+                                    grad_all=config.silhouette_grad_all)
             err = (alpha - obs.masks[b_idx, c_idx].to(alpha.dtype)).pow(2).mean((1, 2))
             l_sil = l_sil.index_add(0, b_idx, err) / n_active
     return l_kp, l_sil, kp_cam
@@ -475,6 +480,9 @@ def track(template: Template, shape: Shape, obs: Observations, points3d: np.ndar
     """Stage B (tracking): shape frozen; R, t, θ per frame over overlapping windows, warm-started
     from the previous window; ``config.cameras`` cameras per frame (waterfall selection).
     points3d (F, K, 3) triangulated keypoints for the Procrustes init of R_g, t_g."""
+    from dataclasses import replace
+
+    config = replace(config, silhouette_cameras=config.track_silhouette_cameras)
     F = obs.keypoints.shape[0]
     shape = Shape(shape.scale.detach().float(), shape.bone_scales.detach().float(), shape.offsets.detach().float(),
                   None if shape.markers is None else shape.markers.detach().float(), shape.marker_names)
