@@ -37,6 +37,7 @@ class TokenizerConfig:
     decay: float = 0.99
     kmeans_init: bool = False
     dead_code_threshold: float = 0.0
+    dropout: float = 0.0  # residual dropout in the encoder's blocks (the paper: none)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -122,8 +123,9 @@ class Attention(nn.Module):
 class Block(nn.Module):
     """Pre-LN transformer block: x + attn(LN x); x + mlp(LN x)."""
 
-    def __init__(self, dim: int, heads: int, mlp_ratio: float):
+    def __init__(self, dim: int, heads: int, mlp_ratio: float, dropout: float = 0.0):
         super().__init__()
+        self.drop = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
         self.norm1 = nn.LayerNorm(dim, eps=1e-6)
         self.attn = Attention(dim, heads)
         self.norm2 = nn.LayerNorm(dim, eps=1e-6)
@@ -131,8 +133,8 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.norm1(x))
-        return x + self.mlp(self.norm2(x))
+        x = x + self.drop(self.attn(self.norm1(x)))
+        return x + self.drop(self.mlp(self.norm2(x)))
 
 
 class Backbone(nn.Module):
@@ -140,12 +142,12 @@ class Backbone(nn.Module):
     pre-LN blocks, LayerNorm of the patch tokens. (B, C*P, dim) -> (B, C*P, dim)."""
 
     def __init__(self, channels: int, max_patches: int, dim: int, depth: int, heads: int,
-                 mlp_ratio: float):
+                 mlp_ratio: float, dropout: float = 0.0):
         super().__init__()
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
         self.pos_embed = nn.Parameter(torch.zeros(1, channels + 1, dim))
         self.time_embed = nn.Parameter(torch.zeros(1, max_patches, dim))
-        self.blocks = nn.ModuleList(Block(dim, heads, mlp_ratio) for _ in range(depth))
+        self.blocks = nn.ModuleList(Block(dim, heads, mlp_ratio, dropout) for _ in range(depth))
         self.fc_norm = nn.LayerNorm(dim, eps=1e-6)
         for param in (self.cls_token, self.pos_embed, self.time_embed):
             nn.init.trunc_normal_(param, std=0.02)
@@ -190,7 +192,7 @@ class Encoder(nn.Module):
         super().__init__()
         self.patch_embed = PatchEmbed(config)
         self.backbone = Backbone(config.channels, config.max_patches, config.dim, config.depth,
-                                 config.heads, config.mlp_ratio)
+                                 config.heads, config.mlp_ratio, config.dropout)
         self.patch_embed.apply(_init_weights)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
