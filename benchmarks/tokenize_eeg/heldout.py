@@ -37,7 +37,7 @@ from cortexkit.formats import eeg
 from cortexkit.tools.eeg import api, epochs
 from cortexkit.tools.eeg.floor import kmeans_floor
 from cortexkit.tools.eeg.model import (PRESET_LR, TokenizerConfig, auto_codebook_size,
-                                       auto_preset, config_from_preset)
+                                       auto_encoder_depth, auto_preset, config_from_preset)
 from cortexkit.tools.eeg.train import TrainConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -153,7 +153,8 @@ def main():
                 (item.partition("=") for item in filter(None, args.variant.split(",")))}
     model_keys = {k: settings.pop(k) for k in list(settings) if k in TokenizerConfig.__dataclass_fields__}
     config = config_from_preset(preset, **{**dict(channels=19, max_patches=4, codebook_size=size,
-                                                  kmeans_init=True, dead_code_threshold=1.0),
+                                                  kmeans_init=True, dead_code_threshold=1.0,
+                                                  depth=auto_encoder_depth(preset)),
                                            **model_keys})
     if settings.get("signal_weight") == "auto":
         settings["signal_weight"] = api.signal_weight(train)
