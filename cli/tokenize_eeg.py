@@ -90,7 +90,7 @@ def _speed(run, verb_name, windows, started, model_seconds):
 
 
 @verb(group, "train", output="artifact", torch_options=True,
-      advanced=ADVANCED_RECORDING + ("stem", "min_lr", "weight_decay", "warmup_epochs", "amp",
+      advanced=ADVANCED_RECORDING + ("stem", "encoder_depth", "min_lr", "weight_decay", "warmup_epochs", "amp",
                                      "contrastive", "codebooks", "patches", "max_windows",
                                      "validation_share", "kmeans_init", "dead_code_threshold",
                                      "signal_weight"))
@@ -104,6 +104,11 @@ def _speed(run, verb_name, windows, started, model_seconds):
 @click.option("--preset", type=click.Choice(["auto", "base", "small", "tiny"]), default="auto",
               show_default=True,
               help="Encoder size: base = the paper's 12 x 200; small, tiny; auto: from data and device.")
+@click.option("--encoder-depth", default="auto", show_default=True, metavar="auto|N",
+              type=AutoSize(min=0, max=48, bytes=lambda n, p: 4 * 4 * 200 * 200 * 12.0 * n,
+                            what="encoder layers"),
+              help="Transformer blocks in the encoder; auto: the preset's (base 12, the paper's; "
+                   "small 4), tiny 0 = per-patch codes (measured, see the man page; was 2).")
 @click.option("--codebook-size", default="auto", show_default=True, metavar="auto|N",
               type=AutoSize(min=2, bytes=lambda k, p: 4 * 4 * 32.0 * k, what="codes"),
               help="Codes per codebook; auto: training patches / 16 as a power of two, 256..4096.")
@@ -138,7 +143,7 @@ def _speed(run, verb_name, windows, started, model_seconds):
               help="Windows held out to score the tokenizer beside k-means on the same patches "
                    "(0 = no check).")
 @recording_options
-def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, kmeans_init,
+def train_cmd(run, recordings, channels, mains, patches, preset, encoder_depth, codebook_size, kmeans_init,
               dead_code_threshold, codebooks, stem, epochs, lr, min_lr, weight_decay, warmup_epochs,
               contrastive, signal_weight, amp, max_windows, validation_share, **reading):
     """Train a tokenizer on recordings -> eeg-tokenizer artifact."""
@@ -155,8 +160,9 @@ def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, 
     x, high = _training_windows(run, recordings, windows, max_windows)
     fit_index, validation_index = api.validation_split(len(x), validation_share)
     x, validation_x = x[fit_index], x[validation_index]
-    preset, codebook_size, lr = _auto(run, x, preset, codebook_size, lr)
+    preset, codebook_size, lr, encoder_depth = _auto(run, x, preset, codebook_size, lr, encoder_depth)
     model_config = config_from_preset(preset, channels=len(prep.channels), max_patches=patches,
+                                      depth=encoder_depth,
                                       codebook_size=codebook_size, kmeans_init=kmeans_init,
                                       dead_code_threshold=dead_code_threshold, codebooks=codebooks,
                                       stem=stem)
@@ -180,15 +186,17 @@ def train_cmd(run, recordings, channels, mains, patches, preset, codebook_size, 
         "eeg.history": history})
 
 
-def _auto(run, x, preset, codebook_size, lr):
-    """Resolve --preset/--codebook-size/--lr auto from the training patches and the device."""
+def _auto(run, x, preset, codebook_size, lr, depth):
+    """Resolve --preset/--codebook-size/--lr/--encoder-depth auto from the training patches and
+    the device."""
     from cortexkit.tools.eeg.model import resolve_auto
 
     patches = int(x.shape[0] * x.shape[1] * x.shape[2])
-    preset, codebook_size, lr, chosen = resolve_auto(patches, run.device.type, preset, codebook_size, lr)
+    preset, codebook_size, lr, depth, chosen = resolve_auto(patches, run.device.type, preset,
+                                                            codebook_size, lr, depth)
     if chosen:
         run.info(f"auto ({patches} training patches, {run.device.type}): {', '.join(chosen)}")
-    return preset, codebook_size, lr
+    return preset, codebook_size, lr, depth
 
 
 def _floor_check(run, model, x, validation_x):

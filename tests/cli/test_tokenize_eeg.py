@@ -406,3 +406,47 @@ def test_default_epochs_is_the_measured_choice(cli, capsys, shared_data, tmp_pat
         means.setdefault(data["split"], []).append(ratio[default] - ratio[other])
     assert len(cells) == 6 and sorted(means) == ["A", "B"]
     assert sum(cells) >= 4 and all(np.mean(d) < 0 for d in means.values()), (cells, means)
+
+
+@pytest.mark.slow
+def test_encoder_depth_default_is_the_measured_choice(cli, trained, shared_data, tmp_path):
+    """--encoder-depth auto: tiny's encoder has no transformer blocks (the generalisation study's
+    choice, benchmarks/tokenize_eeg/RESULTS.md), told on stderr and stored (eeg.model.depth, no block
+    tensors); --encoder-depth 2 restores the former tiny encoder; and the study's files meet the rule
+    written before the runs for depth 0 (mean time ratio to k-means >= 0.03 lower than base's, lower
+    in >= 3 of 4 cells, mean amplitude ratio not higher, CPU <= 2x)."""
+    from pathlib import Path
+
+    import yaml
+
+    proc = cli("tokenize-eeg", "train", "--print-config")
+    assert proc.returncode == 0 and yaml.safe_load(proc.stdout)["encoder-depth"] == "auto", proc.stderr
+    tok, stderr = trained
+    assert "encoder depth 0" in stderr
+    artifact = read(tok, "eeg-tokenizer")
+    assert artifact.meta_json("eeg.model")["depth"] == 0
+    assert not any(k.startswith("encoder.backbone.blocks.") for k in artifact.tensors)
+    old = tmp_path / "old.st"
+    proc = cli("tokenize-eeg", "train", shared_data / S001 / "S001R01.edf", *TINY, "--epochs", "1",
+               "--max-windows", "4", "--encoder-depth", "2", "-o", old)
+    assert proc.returncode == 0, proc.stderr
+    assert "encoder depth" not in proc.stderr  # given, not chosen
+    artifact = read(old, "eeg-tokenizer")
+    assert artifact.meta_json("eeg.model")["depth"] == 2
+    assert "encoder.backbone.blocks.1.mlp.0.weight" in artifact.tensors
+    study = Path(__file__).resolve().parents[2] / "benchmarks" / "tokenize_eeg" / "results" / "study"
+    base, deep0 = [], []
+    for path in sorted(study.glob("[AB]_gen_s[01].yaml")):
+        data = yaml.safe_load(path.read_text())
+        floor = data["kmeans_floor"]
+        amp = min(floor["amplitude_nmse_signal"], floor["amplitude_nmse"])
+        for name, into in (("base", base), ("depth0", deep0)):
+            v = data["variants"][name]
+            into.append((v["test"]["time_nmse"] / floor["time_nmse"],
+                         v["test"]["amplitude_nmse_signal"] / amp, v["train_cpu_seconds"]))
+    assert len(base) == 4 and deep0[0] and all(v["model"] == {"depth": 0} for v in [
+        yaml.safe_load(p.read_text())["variants"]["depth0"] for p in study.glob("[AB]_gen_s[01].yaml")])
+    mean = lambda rows, i: np.mean([r[i] for r in rows])  # noqa: E731
+    assert mean(base, 0) - mean(deep0, 0) >= 0.03
+    assert sum(d[0] < b[0] for d, b in zip(deep0, base)) >= 3
+    assert mean(deep0, 1) <= mean(base, 1) and mean(deep0, 2) <= 2 * mean(base, 2)

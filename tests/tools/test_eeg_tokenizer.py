@@ -255,3 +255,51 @@ def test_codebook_health_counts_and_mutual_information():
     copied = codebook_health(t, t.copy(), 4)
     assert copied["joint"]["mutual_information_nats"] == pytest.approx(math.log(2))
     assert copied["temporal"]["used"] == 2 and copied["temporal"]["perplexity"] == pytest.approx(2.0)
+
+
+def _sines(n, seed):
+    rng = np.random.default_rng(seed)
+    t = np.arange(200) / 200
+    return np.stack([np.sin(2 * np.pi * rng.uniform(2, 30) * t + rng.uniform(0, 6)) * rng.uniform(0.2, 1)
+                     for _ in range(n * 12)]).reshape(n, 3, 4, 200).astype(np.float32)
+
+
+def test_keep_best_returns_the_best_validation_epoch_and_last_is_unchanged():
+    """TrainConfig.keep='best' (the generalisation study's checkpoint variant) ends with the weights
+    and codebooks of the epoch with the lowest validation score; 'last' (the paper's) is the same run
+    with nothing reloaded, and scoring the validation windows does not change the training."""
+    x, validation = _sines(12, 0), _sines(4, 1)
+    kw = dict(epochs=5, batch_size=4, lr=0.3, min_lr=0.3, warmup_epochs=0)  # too high: a bumpy curve
+    model = dict(kmeans_init=True, dead_code_threshold=1.0)
+    plain, _ = api.fit(x, tiny(**model), TrainConfig(**kw), seed=0)
+    last, scored = api.fit(x, tiny(**model), TrainConfig(**kw), seed=0, validation=validation)
+    for key, value in plain.state_dict().items():
+        assert torch.equal(value, last.state_dict()[key]), key
+    curve = [r["validation"] for r in scored]
+    assert "kept_epoch" not in scored[-1]
+    assert int(np.argmin(curve)) + 1 < kw["epochs"], curve  # the best is not the last epoch
+    best, history = api.fit(x, tiny(**model), TrainConfig(keep="best", **kw), seed=0,
+                            validation=validation)
+    assert [r["validation"] for r in history] == curve
+    assert history[-1]["kept_epoch"] == int(np.argmin(curve)) + 1
+    assert api.validation_score(best, validation) == pytest.approx(min(curve), rel=1e-6)
+    with pytest.raises(ValueError, match="validation windows"):
+        api.fit(x, tiny(), TrainConfig(keep="best", epochs=1), seed=0)
+    with pytest.raises(ValueError, match="'last' or 'best'"):
+        api.fit(x, tiny(), TrainConfig(keep="first", epochs=1), seed=0, validation=validation)
+
+
+def test_encoder_dropout_is_off_by_default_and_only_acts_in_training():
+    """TokenizerConfig.dropout: 0 (the paper's: no dropout) gives the same parameters as before; > 0
+    changes the encoder's training-mode output and leaves eval mode deterministic."""
+    torch.manual_seed(0)
+    paper = TFDualTokenizer(tiny())
+    torch.manual_seed(0)
+    dropped = TFDualTokenizer(tiny(dropout=0.5))
+    assert paper.state_dict().keys() == dropped.state_dict().keys()
+    x = torch.from_numpy(_sines(2, 0))
+    dropped.eval()
+    assert torch.equal(dropped.encoder(x), paper.eval().encoder(x))
+    dropped.train()
+    torch.manual_seed(1)
+    assert not torch.allclose(dropped.encoder(x), paper.encoder(x))

@@ -21,14 +21,33 @@ from cortexkit.tools.eeg.train import TrainConfig, train
 
 def fit(windows: np.ndarray, model_config: TokenizerConfig, train_config: TrainConfig, *,
         seed: int = 0, device: str | torch.device = "cpu",
-        on_epoch: Callable[[int, dict], None] | None = None, progress=None):
-    """Build and train a tokenizer on windows (N, C, P, L) -> (model, per-epoch history)."""
+        on_epoch: Callable[[int, dict], None] | None = None, progress=None,
+        validation: np.ndarray | None = None):
+    """Build and train a tokenizer on windows (N, C, P, L) -> (model, per-epoch history).
+    ``validation`` windows (M, C, P, L), if any, are scored after every epoch
+    (:func:`validation_score`); ``train_config.keep == "best"`` returns the best-scoring epoch's."""
     torch.manual_seed(seed)
     model = TFDualTokenizer(model_config).to(device)
     generator = torch.Generator().manual_seed(seed)
+    validate = None
+    if validation is not None and len(validation):
+        validate = lambda m: validation_score(m, validation, device=device)  # noqa: E731
     history = train(model, torch.from_numpy(np.ascontiguousarray(windows)), train_config,
-                    generator=generator, on_epoch=on_epoch, progress=progress)
+                    generator=generator, on_epoch=on_epoch, progress=progress, validate=validate)
     return model, history
+
+
+def validation_score(model: TFDualTokenizer, windows: np.ndarray, *, device="cpu") -> float:
+    """What picks the kept epoch: tokens-only time NMSE on ``windows`` (M, C, P, L) for a dual
+    tokenizer, the amplitude NMSE for a frequency-only one (lower is better)."""
+
+    class _Batch:
+        def __init__(self, x):
+            self.x = x
+
+    report = evaluate(model, [_Batch(windows[i:i + 32]) for i in range(0, len(windows), 32)],
+                      device=device)["reconstruction"]
+    return float(report["time_nmse"] if model.dual else report["amplitude_nmse"])
 
 
 def signal_weight(windows: np.ndarray) -> float:

@@ -27,6 +27,7 @@ class TrainConfig:
     amp: bool = False
     signal_weight: float = 1.0  # weight of mse(x_hat, x); the paper's is 1
     phase_weight: float = 1.0  # weight of the phase term; the paper's is 1
+    keep: str = "last"  # "last" epoch's weights (the paper's) or the "best" validation epoch's
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -49,9 +50,19 @@ def usage(tokens: torch.Tensor, size: int) -> dict[str, float]:
 
 
 def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Generator,
-          on_epoch: Callable[[int, dict], None] | None = None, progress=None) -> list[dict]:
+          on_epoch: Callable[[int, dict], None] | None = None, progress=None,
+          validate: Callable[[object], float] | None = None) -> list[dict]:
     """Train ``model`` in place on windows ``x`` (N, C, P, L); returns per-epoch mean losses and
-    codebook usage. ``progress(iterable, total)`` wraps the step loop (e.g. a tqdm bar)."""
+    codebook usage. ``progress(iterable, total)`` wraps the step loop (e.g. a tqdm bar).
+
+    ``validate(model) -> score`` (lower is better; it must not touch the random state) is called
+    after every epoch and goes into the history as ``validation``; with ``config.keep == "best"``
+    the model ends with the weights and codebooks of the epoch with the lowest score (ties: the
+    earliest), and the last history record says which (``kept_epoch``)."""
+    if config.keep not in ("last", "best"):
+        raise ValueError(f"keep must be 'last' or 'best', not {config.keep!r}")
+    if config.keep == "best" and validate is None:
+        raise ValueError("keep='best' needs validation windows (a validate function)")
     n = x.shape[0]
     if n < 2 and config.contrastive:
         raise ValueError(f"training needs at least 2 windows for the contrastive term (got {n})")
@@ -62,7 +73,7 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
                                    {"params": no_decay, "weight_decay": 0.0}], lr=config.lr)
     per_epoch = max(1, math.ceil(n / config.batch_size))
     total, warmup = config.epochs * per_epoch, int(round(config.warmup_epochs * per_epoch))
-    history, step, restarted = [], 0, {}
+    history, step, restarted, best = [], 0, {}, None
     device = next(model.parameters()).device
     for epoch in range(config.epochs):
         model.train()
@@ -100,8 +111,16 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
         for stream, chunks in tokens.items():
             if chunks:
                 record[f"codebook_{stream}"] = usage(torch.cat(chunks), model.config.codebook_size)
+        if validate is not None:
+            record["validation"] = float(validate(model))
+            if config.keep == "best" and (best is None or record["validation"] < best[0]):
+                best = (record["validation"], epoch + 1,
+                        {k: v.detach().clone() for k, v in model.state_dict().items()})
         history.append(record)
         if on_epoch is not None:
             on_epoch(epoch + 1, record)
+    if best is not None:
+        model.load_state_dict(best[2])
+        history[-1]["kept_epoch"] = best[1]
     model.eval()
     return history

@@ -1,0 +1,60 @@
+"""The decision rule of RESULTS.md ("Study: generalisation fixes") applied to study.py's files:
+
+    python benchmarks/tokenize_eeg/decide_generalisation.py benchmarks/tokenize_eeg/results/study/[AB]_gen_s[01].yaml [...combo files]
+
+Every variant of a file appears twice: at its last epoch (NAME) and at its best-validation epoch
+(NAME+best). A cell = (split, seed); its figures = test time NMSE / the same-seed k-means floor's and
+tokens-only amplitude NMSE / the better of the floor's two codebooks. Prints the per-cell table, then
+for every candidate against ``base`` (last epoch): mean time-ratio drop (rule 1: >= 0.03), cells lower
+(rule 2: >= 3 of 4), mean amplitude ratio (rule 3: not higher), CPU seconds ratio (rule 4: <= 2x).
+"""
+
+import sys
+from collections import defaultdict
+
+import yaml
+
+BASE = "base"
+cells = defaultdict(dict)  # (split, seed) -> name -> (time ratio, amp ratio, cpu s, best epoch)
+for path in sys.argv[1:]:
+    d = yaml.safe_load(open(path))
+    floor = d["kmeans_floor"]
+    amp_floor = min(floor["amplitude_nmse_signal"], floor["amplitude_nmse"])
+    for name, v in d["variants"].items():
+        for label, part in ((name, v), (name + "+best", v.get("best"))):
+            if part is None:
+                continue
+            cells[(d["split"], d["seed"])][label] = (
+                part["test"]["time_nmse"] / floor["time_nmse"],
+                part["test"]["amplitude_nmse_signal"] / amp_floor, v["train_cpu_seconds"],
+                part.get("epoch", v["train"]["epochs"]),
+                part["train_fit"]["time_nmse"] / floor["time_nmse"])
+names = []
+for c in cells.values():
+    names += [n for n in c if n not in names]
+keys = sorted(cells)
+print("| variant | " + " | ".join(f"{s}{seed} time / amp (epoch)" for s, seed in keys)
+      + " | mean time | mean amp | mean train-fit time | mean CPU s |")
+print("|---|" + "---|" * (len(keys) + 4))
+mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+for n in names:
+    got = [cells[k].get(n) for k in keys]
+    if any(g is None for g in got):
+        continue
+    print(f"| {n} | " + " | ".join(f"{g[0]:.3f} / {g[1]:.3f} ({g[3]})" for g in got)
+          + f" | {mean([g[0] for g in got]):.3f} | {mean([g[1] for g in got]):.3f} | "
+          f"{mean([g[4] for g in got]):.3f} | {mean([g[2] for g in got]):.0f} |")
+print()
+base = [cells[k][BASE] for k in keys]
+for n in names:
+    got = [cells[k].get(n) for k in keys]
+    if n == BASE or any(g is None for g in got):
+        continue
+    drop = mean([b[0] for b in base]) - mean([g[0] for g in got])
+    lower = sum(g[0] < b[0] for g, b in zip(got, base))
+    amp = mean([g[1] for g in got]) - mean([b[1] for b in base])
+    cpu = mean([g[2] for g in got]) / mean([b[2] for b in base])
+    ok = [drop >= 0.03, lower >= 3, amp <= 0, cpu <= 2.0]
+    print(f"{n}: time drop {drop:+.3f} (1: {ok[0]}), lower in {lower}/{len(keys)} (2: {ok[1]}), "
+          f"amp {amp:+.3f} (3: {ok[2]}), CPU {cpu:.2f}x (4: {ok[3]}) -> "
+          f"{'PASSES' if all(ok) else 'fails'}")
