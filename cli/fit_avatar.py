@@ -19,55 +19,6 @@ group = tool_group(
 UNITS = click.Choice(["mm", "cm", "m"])
 MAX_RING = 256  # virtual cameras of --rig ring:N (the size guard of synth: every camera renders every frame)
 
-def _yaml(path, option: str = ""):
-    """A YAML mapping file of an option (``--keypoints``, ``--limits``), or a one-line error."""
-    if path is None:
-        return None
-    from cortexkit.formats.report import read_yaml_file
-
-    return read_yaml_file(path, f"{option} {path}".strip(),
-                          what="a mapping of joint or keypoint names")
-
-
-def _limits(path):
-    """--limits YAML: joint -> [[lo x, y, z], [hi x, y, z]] radians, checked before any work."""
-    import numpy as np
-
-    data = _yaml(path, "--limits")
-    for name, box in (data or {}).items():
-        try:
-            array = np.asarray(box, dtype=float)
-        except (TypeError, ValueError):
-            array = None
-        if array is None or array.shape != (2, 3) or not np.isfinite(array).all() \
-                or (array[0] > array[1]).any():
-            raise CortexError(f"--limits {path}: joint '{name}' needs [[lo x, y, z], [hi x, y, z]] "
-                              f"finite radians with lo <= hi, got {box!r}")
-    return data
-
-
-def _template(run, source: str, units: str, keypoints, limits, exclude, symmetry=None):
-    """A glTF skin or an avatar artifact -> (Template, Shape or None, clips)."""
-    from cortexkit.formats.calibration import unit_factor
-
-    if source.lower().endswith((".glb", ".gltf")):
-        from cortexkit.formats.gltf import read_gltf
-        from cortexkit.tools.avatar.model import template_from_mesh
-
-        mesh = read_gltf(source)
-        factor = unit_factor(units, "--template-units")
-        tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
-                                 mesh.rest_world, unit_mm=factor,
-                                 keypoints=_yaml(keypoints, "--keypoints"),
-                                 limits=_limits(limits), exclude_offsets=exclude,
-                                 symmetry=_yaml(symmetry, "--symmetry"))
-        return tpl, None, mesh.animations, factor
-    from cortexkit.tools.avatar.io import AVATAR, avatar_from_artifact
-
-    tpl, shape, _ = avatar_from_artifact(run.read_artifact(source, AVATAR))
-    return tpl, shape, {}, 1.0
-
-
 def _views(run, inputs, calibration, units, camera_names):
     from cortexkit.tools.avatar.inputs import read_views
 
@@ -78,30 +29,6 @@ def _file_masks(views, source, crop):
     from cortexkit.tools.avatar.inputs import with_file_masks
 
     return with_file_masks(views, source, crop)
-
-
-def _observations(views, template):
-    from cortexkit.tools.avatar.fit import Observations
-
-    unknown = [n for n in views["keypoint_names"] if n not in template.keypoint_names]
-    if unknown:
-        raise CortexError(f"keypoint name(s) {', '.join(unknown)} are not in the template's keypoint map "
-                          f"({', '.join(template.keypoint_names)}); give --keypoints MAP.yaml")
-    return template.select_keypoints(views["keypoint_names"]), Observations(
-        views["cameras"], views["keypoints"], views["confidence"], views["keypoint_names"],
-        views["masks"], views["crops"])
-
-
-def _hooks(run):
-    from cortexkit.tools.avatar.fit import Hooks
-
-    return Hooks(log=run.info, detail=run.detail, progress=run.progress, stopped=run.stopped)
-
-
-def _fit_config(**kw):
-    from cortexkit.tools.avatar.fit import FitConfig
-
-    return FitConfig(**{k: v for k, v in kw.items() if v is not None})
 
 
 template_units = click.option("--template-units", type=UNITS, default="m", show_default=True,
@@ -158,7 +85,9 @@ def synth(run, template, template_units, clip, frames, rig, units, noise, dropou
         if not count.isdigit() or not 1 <= int(count) <= MAX_RING:
             raise CortexError(f"--rig {rig}: ring:N takes a whole number of virtual cameras N from 1 "
                               f"to {MAX_RING}")
-    tpl, _, clips, factor = _template(run, template, template_units, keypoints, None, None, symmetry)
+    from cortexkit.tools.avatar.api import read_template
+
+    tpl, _, clips, factor = read_template(template, template_units, keypoints, None, None, symmetry, run.read_artifact)
     if clip is not None and clip not in clips:
         raise CortexError(f"--clip {clip}: {template} has clips {', '.join(clips) or 'none'}")
     rig_cal = None
@@ -247,7 +176,9 @@ def _resolve_shape(ctx) -> dict[str, str]:
         return {"keypoint-offsets": "auto: resolved from the template's keypoint map when the run reads it"}
     from cortexkit.tools.avatar.markers import auto_keypoint_offsets, vertex_set_keypoints
 
-    spec = _yaml(ctx.params.get("keypoints"), "--keypoints")
+    from cortexkit.tools.avatar.api import read_mapping
+
+    spec = read_mapping(ctx.params.get("keypoints"), "--keypoints")
     weight, why = auto_keypoint_offsets([]) if spec is None else auto_keypoint_offsets(*vertex_set_keypoints(spec))
     ctx.params["keypoint_offsets"] = weight
     return {"keypoint-offsets": why}
@@ -277,10 +208,11 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
           steps, images_dir, keypoint_offsets, keypoints, symmetry, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
           temporal_weight, lr, temporal_order, outlier_px):
     """Subject avatar over keyframes: template + views -> avatar (scale, bone scales, offsets)."""
-    from cortexkit.tools.avatar.fit import fit_avatar_shape
-    from cortexkit.tools.avatar.io import AVATAR, avatar_to_tensors
+    from cortexkit.tools.avatar import api
+    from cortexkit.tools.avatar.io import AVATAR
 
-    tpl, _, _, _ = _template(run, template, template_units, keypoints, limits, exclude_offsets, symmetry)
+    tpl, _, _, _ = api.read_template(template, template_units, keypoints, limits, exclude_offsets, symmetry,
+                                     run.read_artifact)
     if keypoint_offsets == "auto":  # an avatar's keypoint map: known once it is read
         from cortexkit.tools.avatar.markers import auto_keypoint_offsets, template_vertex_sets
 
@@ -290,32 +222,11 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
     if "keypoint-offsets" in run.why:
         run.detail(f"keypoint offsets: {run.why['keypoint-offsets']}")
     views = _file_masks(_views(run, inputs, calibration, units, camera_names), masks_dir, 64)
-    tpl, obs = _observations(views, tpl)
-    image_files = None
-    if images_dir is not None:
-        from cortexkit.formats.keypoints2d import image_folders
-
-        image_files = image_folders(images_dir, obs.cameras.names, len(obs.keypoints))
-    try:
-        stage_steps = tuple(int(s) for s in steps.split(","))
-        assert len(stage_steps) == 4 and min(stage_steps) >= 0
-    except (ValueError, AssertionError):
-        raise CortexError(f"--steps {steps}: expected 4 non-negative integers (global,pose,bones,mesh)") from None
-    picked = [int(k) for k in keyframes.split(",")] if keyframes else None
-    config = _fit_config(silhouettes=silhouettes, gate=gate, silhouette_weight=silhouette_weight,
-                         temporal_weight=temporal_weight, lr=lr, shape_steps=stage_steps, outlier_px=outlier_px,
-                         temporal_order=temporal_order, keypoint_offsets=keypoint_offsets)
-    result = fit_avatar_shape(tpl, obs, config, n_keyframes, picked, hooks=_hooks(run))
-    colors = None
-    if image_files is not None:
-        from cortexkit.formats.keypoints2d import read_image
-        from cortexkit.tools.avatar.texture import avatar_colors
-
-        colors, seen = avatar_colors(tpl, result.shape, result.pose, obs.cameras,
-                                     lambda b, c: read_image(image_files[c][result.keyframes[b]]))
-        run.info(f"texture: {int(seen.sum())} of {len(seen)} vertices seen in "
-                 f"{len(result.keyframes)} keyframes x {len(obs.cameras)} cameras")
-    tensors, meta = avatar_to_tensors(tpl, result.shape, colors)
+    tensors, meta = api.shape(run, tpl, views, steps=steps, keyframes=keyframes, n_keyframes=n_keyframes,
+                              images_dir=images_dir, silhouettes=silhouettes, gate=gate,
+                              silhouette_weight=silhouette_weight, temporal_weight=temporal_weight, lr=lr,
+                              outlier_px=outlier_px, temporal_order=temporal_order,
+                              keypoint_offsets=keypoint_offsets)
     run.write_artifact(tensors, AVATAR, metadata={**meta, **({"cortexkit.why": run.why} if run.why else {})})
 
 
@@ -341,10 +252,8 @@ def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps,
           baseline, baseline_frames, masks_dir, silhouettes, gate, silhouette_weight, temporal_weight, lr,
           temporal_order, outlier_px):
     """Per-frame pose with the avatar frozen: avatar + views -> avatar-poses."""
-    import time
-
-    from cortexkit.tools.avatar.fit import track_sequence
-    from cortexkit.tools.avatar.io import POSES, avatar_from_artifact, poses_to_tensors
+    from cortexkit.tools.avatar import api
+    from cortexkit.tools.avatar.io import POSES, avatar_from_artifact
 
     if plot:
         require_matplotlib()
@@ -352,40 +261,13 @@ def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps,
         raise CortexError(f"--overlap {overlap} must be smaller than --window {window}")
     tpl, shp, _ = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
     views = _file_masks(_views(run, inputs, calibration, units, camera_names), masks_dir, 64)
-    tpl, obs = _observations(views, tpl)
-    config = _fit_config(silhouettes=silhouettes, gate=gate, silhouette_weight=silhouette_weight,
-                         temporal_weight=temporal_weight, lr=lr, track_steps=steps, window=window,
-                         overlap=overlap, cameras=cameras, outlier_px=outlier_px,
-                         temporal_order=temporal_order)
-    start = time.perf_counter()
-    with run.progress(total=len(obs.keypoints), desc="track", unit="frame") as bar:
-        result = track_sequence(tpl, shp, obs, config, progress=bar.update, hooks=_hooks(run))
-    per_frame = (time.perf_counter() - start) / len(obs.keypoints)
-    run.info(f"tracked {len(obs.keypoints)} frames, {per_frame:.3f} s/frame, keypoint error "
-             f"{float(result.keypoint_error.mean()):.3f} crop px")
-    if plot:
-        from cortexkit.tools.avatar.plot import overlay
-
-        with run.output_file(plot) as tmp:
-            overlay(tmp, tpl, shp, result.pose, obs)
-    check = _baseline_check(run, baseline, baseline_frames, tpl, shp, obs, config)
-    tensors, meta = poses_to_tensors(result.pose, result.keypoint_error, result.silhouette_error,
-                                     result.cameras_used, per_frame, tpl.joint_names, views["fps"])
-    run.write_artifact(tensors, POSES, metadata={**meta, **({"avatar.baseline": check} if check else {})})
-
-
-def _baseline_check(run, baseline, frames, tpl, shp, obs, config):
-    """Triangulation beside the avatar on a held-out camera; a warning when the avatar loses."""
-    from cortexkit.tools.avatar.baseline import BaselineConfig, held_out_check, messages
-
-    if baseline == "none":
-        return None
-    out = held_out_check(tpl, shp, obs, config, BaselineConfig(frames=frames), hooks=_hooks(run))
-    line, warning = messages(out)
-    run.info(line)
-    if warning:
-        run.warn(warning)
-    return out
+    config = api.fit_config(silhouettes=silhouettes, gate=gate, silhouette_weight=silhouette_weight,
+                            temporal_weight=temporal_weight, lr=lr, track_steps=steps, window=window,
+                            overlap=overlap, cameras=cameras, outlier_px=outlier_px,
+                            temporal_order=temporal_order)
+    tensors, meta = api.track(run, tpl, shp, views, config, plot=plot,
+                              baseline_frames=None if baseline == "none" else baseline_frames)
+    run.write_artifact(tensors, POSES, metadata=meta)
 
 
 @verb(group, "export", output=None)

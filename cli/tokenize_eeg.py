@@ -149,102 +149,23 @@ def train_cmd(run, recordings, channels, mains, patches, preset, encoder_depth, 
     """Train a tokenizer on recordings -> eeg-tokenizer artifact."""
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg import api
-    from cortexkit.tools.eeg.model import config_from_preset
-    from cortexkit.tools.eeg.train import TrainConfig
+    from cortexkit.tools.eeg.windows import WindowCut
 
     prep = eeg.Preprocessing(channels=eeg.parse_channels(channels), patches=patches,
                              mains=None if mains == "none" else float(mains))
-    from cortexkit.tools.eeg.windows import WindowCut
-
     windows = WindowCut(run, prep, patches, **reading)
-    x, high = _training_windows(run, recordings, windows, max_windows)
-    fit_index, validation_index = api.validation_split(len(x), validation_share)
-    x, validation_x = x[fit_index], x[validation_index]
-    preset, codebook_size, lr, encoder_depth = _auto(run, x, preset, codebook_size, lr, encoder_depth)
-    model_config = config_from_preset(preset, channels=len(prep.channels), max_patches=patches,
-                                      depth=encoder_depth,
-                                      codebook_size=codebook_size, kmeans_init=kmeans_init,
-                                      dead_code_threshold=dead_code_threshold, codebooks=codebooks,
-                                      stem=stem)
-    if signal_weight == "auto":
-        signal_weight = api.signal_weight(x)
-    train_config = TrainConfig(epochs=epochs, batch_size=reading["batch_size"], lr=lr, min_lr=min_lr,
-                               weight_decay=weight_decay, warmup_epochs=min(warmup_epochs, epochs / 2),
-                               contrastive=contrastive, amp=amp, signal_weight=signal_weight)
-    model, history = api.fit(x, model_config, train_config, seed=run.seed, device=run.device,
-                             on_epoch=lambda e, r: run.info(_epoch_line(e, epochs, r)),
-                             progress=lambda it, total: run.progress(it, total=total, desc="steps"))
-    last = history[-1]
-    run.stopped("train", len(history), epochs, "epochs", "completed",
-                **{k: round(last[k], 4) for k in ("total", "signal") if k in last})
-    validation = _floor_check(run, model, x, validation_x)
-    run.write_artifact(api.state_tensors(model), KIND_TOKENIZER, version=str(VERSION), metadata={
-        "eeg.model": model_config.to_dict(), "eeg.preprocessing": prep.to_dict(),
-        "eeg.validation": validation,
-        "eeg.training": {**train_config.to_dict(), "windows": len(x), "high_amplitude_share": high,
-                         "window_cut": windows.describe(), "last_epoch": last},
-        "eeg.history": history})
-
-
-def _auto(run, x, preset, codebook_size, lr, depth):
-    """Resolve --preset/--codebook-size/--lr/--encoder-depth auto from the training patches and
-    the device."""
-    from cortexkit.tools.eeg.model import resolve_auto
-
-    patches = int(x.shape[0] * x.shape[1] * x.shape[2])
-    preset, codebook_size, lr, depth, chosen = resolve_auto(patches, run.device.type, preset,
-                                                            codebook_size, lr, depth)
-    if chosen:
-        run.info(f"auto ({patches} training patches, {run.device.type}): {', '.join(chosen)}")
-    return preset, codebook_size, lr, depth
-
-
-def _floor_check(run, model, x, validation_x):
-    """The tokenizer beside k-means on the same patches (validation windows); a warning if it loses."""
-    from cortexkit.tools.eeg import api
-
-    if not len(validation_x):
-        run.info("no validation windows (--validation-share 0 or under 4 windows): "
-                 "the k-means floor is not checked")
-        return None
-    out = api.compare_with_floor(model, x, validation_x, seed=run.seed or 0, device=run.device)
-    pairs = ", ".join(f"{k} {out['tokenizer'][k]:.3f} vs {out['kmeans'][k]:.3f}" for k in out["tokenizer"])
-    run.info(f"validation ({out['windows']} windows), tokenizer vs k-means on the same patches "
-             f"(codebook {model.config.codebook_size}): {pairs}")
-    if out["loses"]:
-        run.warn(f"k-means on the same patches reconstructs better ({', '.join(out['loses'])}) "
-                 "on the validation windows: train longer (--epochs), on more data, or use "
-                 "k-means tokens")
-    return out
-
-
-def _training_windows(run, recordings, windows, max_windows):
-    import numpy as np
-
-    from cortexkit.formats import eeg
-    from cortexkit.formats.errors import CortexError
-
-    tracker, batches = windows.stream(recordings)
-    parts = [b.x for b in batches]
-    windows.check_found(tracker.items)
-    x = np.concatenate(parts) if parts else np.zeros((0,))
-    if len(x) < 2:
-        raise CortexError(f"training needs at least 2 windows of {windows.prep.window_seconds:g} s, "
-                          f"the recordings give {len(x)}")
-    if max_windows and len(x) > max_windows:
-        x = x[np.linspace(0, len(x) - 1, max_windows).round().astype(int)]
-    high = float(eeg.high_amplitude(x, windows.prep).mean())
-    seconds = x.shape[2] * windows.prep.patch_size / windows.prep.sfreq
-    run.info(f"{len(x)} training windows of {seconds:g} s; {100 * high:.1f}% with |x| >= 100 uV")
-    return x, high
-
-
-def _epoch_line(epoch, epochs, record):
-    parts = [f"{k} {record[k]:.4f}" for k in ("total", "signal", "amplitude", "phase", "ntxent")
-             if k in record]
-    usage = [f"codes_{s} {record[f'codebook_{s}']['used']} (ppl {record[f'codebook_{s}']['perplexity']:.0f})"
-             for s in ("t", "f") if f"codebook_{s}" in record]
-    return f"epoch {epoch}/{epochs}: " + ", ".join(parts + usage)
+    x, high = windows.training_windows(recordings, max_windows)
+    model, metadata = api.train_tokenizer(
+        run, x, prep, preset=preset, encoder_depth=encoder_depth, codebook_size=codebook_size, lr=lr,
+        validation_share=validation_share,
+        model_options=dict(kmeans_init=kmeans_init, dead_code_threshold=dead_code_threshold,
+                           codebooks=codebooks, stem=stem),
+        train_options=dict(epochs=epochs, batch_size=reading["batch_size"], min_lr=min_lr,
+                           weight_decay=weight_decay, warmup_epochs=warmup_epochs,
+                           contrastive=contrastive, amp=amp, signal_weight=signal_weight),
+        training_record={"high_amplitude_share": high, "window_cut": windows.describe()})
+    run.write_artifact(api.state_tensors(model), KIND_TOKENIZER, version=str(VERSION),
+                       metadata={**metadata, "eeg.preprocessing": prep.to_dict()})
 
 
 @verb(group, "encode", output="artifact", torch_options=True, advanced=ADVANCED_RECORDING + ("precision",))

@@ -37,6 +37,69 @@ def fit(windows: np.ndarray, model_config: TokenizerConfig, train_config: TrainC
     return model, history
 
 
+def train_tokenizer(log, x: np.ndarray, prep, *, preset: str, encoder_depth, codebook_size, lr,
+                    validation_share: float, model_options: dict, train_options: dict,
+                    training_record: dict):
+    """What ``tokenize-eeg train`` does with its windows x (N, C, P, L): hold out every
+    round(1/validation_share)-th window, resolve the ``auto`` settings from the training patches
+    and the device, train, say how the loop ended and check the tokenizer against k-means on the
+    held-out windows. ``log`` is the run (info, warn, progress, stopped, seed, device);
+    ``training_record`` goes into the stored training metadata. -> (model, artifact metadata
+    without the preprocessing)."""
+    from cortexkit.tools.eeg.model import config_from_preset, resolve_auto
+
+    fit_index, validation_index = validation_split(len(x), validation_share)
+    x, validation_x = x[fit_index], x[validation_index]
+    patches = int(x.shape[0] * x.shape[1] * x.shape[2])
+    preset, codebook_size, lr, encoder_depth, chosen = resolve_auto(
+        patches, log.device.type, preset, codebook_size, lr, encoder_depth)
+    if chosen:
+        log.info(f"auto ({patches} training patches, {log.device.type}): {', '.join(chosen)}")
+    model_config = config_from_preset(preset, channels=len(prep.channels), max_patches=prep.patches,
+                                      depth=encoder_depth, codebook_size=codebook_size, **model_options)
+    epochs = train_options["epochs"]
+    options = {**train_options, "lr": lr, "warmup_epochs": min(train_options["warmup_epochs"], epochs / 2)}
+    if options["signal_weight"] == "auto":
+        options["signal_weight"] = signal_weight(x)
+    train_config = TrainConfig(**options)
+    model, history = fit(x, model_config, train_config, seed=log.seed, device=log.device,
+                         on_epoch=lambda e, r: log.info(epoch_line(e, epochs, r)),
+                         progress=lambda it, total: log.progress(it, total=total, desc="steps"))
+    last = history[-1]
+    log.stopped("train", len(history), epochs, "epochs", "completed",
+                **{k: round(last[k], 4) for k in ("total", "signal") if k in last})
+    validation = _floor_check(log, model, x, validation_x)
+    return model, {"eeg.model": model_config.to_dict(), "eeg.validation": validation,
+                   "eeg.training": {**train_config.to_dict(), "windows": len(x), **training_record,
+                                    "last_epoch": last},
+                   "eeg.history": history}
+
+
+def epoch_line(epoch: int, epochs: int, record: dict) -> str:
+    parts = [f"{k} {record[k]:.4f}" for k in ("total", "signal", "amplitude", "phase", "ntxent")
+             if k in record]
+    usage = [f"codes_{s} {record[f'codebook_{s}']['used']} (ppl {record[f'codebook_{s}']['perplexity']:.0f})"
+             for s in ("t", "f") if f"codebook_{s}" in record]
+    return f"epoch {epoch}/{epochs}: " + ", ".join(parts + usage)
+
+
+def _floor_check(log, model, x, validation_x):
+    """The tokenizer beside k-means on the same patches (validation windows); a warning if it loses."""
+    if not len(validation_x):
+        log.info("no validation windows (--validation-share 0 or under 4 windows): "
+                 "the k-means floor is not checked")
+        return None
+    out = compare_with_floor(model, x, validation_x, seed=log.seed or 0, device=log.device)
+    pairs = ", ".join(f"{k} {out['tokenizer'][k]:.3f} vs {out['kmeans'][k]:.3f}" for k in out["tokenizer"])
+    log.info(f"validation ({out['windows']} windows), tokenizer vs k-means on the same patches "
+             f"(codebook {model.config.codebook_size}): {pairs}")
+    if out["loses"]:
+        log.warn(f"k-means on the same patches reconstructs better ({', '.join(out['loses'])}) "
+                 "on the validation windows: train longer (--epochs), on more data, or use "
+                 "k-means tokens")
+    return out
+
+
 def validation_score(model: TFDualTokenizer, windows: np.ndarray, *, device="cpu") -> float:
     """What picks the kept epoch: tokens-only time NMSE on ``windows`` (M, C, P, L) for a dual
     tokenizer, the amplitude NMSE for a frequency-only one (lower is better)."""

@@ -1,0 +1,152 @@
+"""What each ``fit-avatar`` verb calls beyond reading and writing: the template (a glTF skin or a
+fitted avatar) with its keypoint map, limits and symmetry; views as observations; the shape fit
+with its texture; the track with its held-out-camera baseline. ``log`` is the command's run
+(info, warn, detail, progress, stopped, output_file)."""
+
+from __future__ import annotations
+
+import time
+
+from cortexkit.formats.errors import CortexError
+
+
+def read_mapping(path, option: str = ""):
+    """A YAML mapping file of an option (``--keypoints``, ``--limits``), or a one-line error."""
+    if path is None:
+        return None
+    from cortexkit.formats.report import read_yaml_file
+
+    return read_yaml_file(path, f"{option} {path}".strip(), what="a mapping of joint or keypoint names")
+
+
+def read_limits(path):
+    """--limits YAML: joint -> [[lo x, y, z], [hi x, y, z]] radians, checked before any work."""
+    import numpy as np
+
+    data = read_mapping(path, "--limits")
+    for name, box in (data or {}).items():
+        try:
+            array = np.asarray(box, dtype=float)
+        except (TypeError, ValueError):
+            array = None
+        if array is None or array.shape != (2, 3) or not np.isfinite(array).all() \
+                or (array[0] > array[1]).any():
+            raise CortexError(f"--limits {path}: joint '{name}' needs [[lo x, y, z], [hi x, y, z]] "
+                              f"finite radians with lo <= hi, got {box!r}")
+    return data
+
+
+def read_template(source: str, units: str, keypoints, limits, exclude, symmetry, read_artifact):
+    """A glTF skin or an avatar artifact -> (Template, Shape or None, clips, unit factor)."""
+    from cortexkit.formats.calibration import unit_factor
+
+    if source.lower().endswith((".glb", ".gltf")):
+        from cortexkit.formats.gltf import read_gltf
+        from cortexkit.tools.avatar.model import template_from_mesh
+
+        mesh = read_gltf(source)
+        factor = unit_factor(units, "--template-units")
+        tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
+                                 mesh.rest_world, unit_mm=factor,
+                                 keypoints=read_mapping(keypoints, "--keypoints"),
+                                 limits=read_limits(limits), exclude_offsets=exclude,
+                                 symmetry=read_mapping(symmetry, "--symmetry"))
+        return tpl, None, mesh.animations, factor
+    from cortexkit.tools.avatar.io import AVATAR, avatar_from_artifact
+
+    tpl, shape, _ = avatar_from_artifact(read_artifact(source, AVATAR))
+    return tpl, shape, {}, 1.0
+
+
+def observations(views, template):
+    """(template restricted to the views' keypoints, Observations), or a one-line error naming
+    the keypoints the template's map lacks."""
+    from cortexkit.tools.avatar.fit import Observations
+
+    unknown = [n for n in views["keypoint_names"] if n not in template.keypoint_names]
+    if unknown:
+        raise CortexError(f"keypoint name(s) {', '.join(unknown)} are not in the template's keypoint map "
+                          f"({', '.join(template.keypoint_names)}); give --keypoints MAP.yaml")
+    return template.select_keypoints(views["keypoint_names"]), Observations(
+        views["cameras"], views["keypoints"], views["confidence"], views["keypoint_names"],
+        views["masks"], views["crops"])
+
+
+def hooks(log):
+    from cortexkit.tools.avatar.fit import Hooks
+
+    return Hooks(log=log.info, detail=log.detail, progress=log.progress, stopped=log.stopped)
+
+
+def fit_config(**kw):
+    """FitConfig from the options given (None = the config's default)."""
+    from cortexkit.tools.avatar.fit import FitConfig
+
+    return FitConfig(**{k: v for k, v in kw.items() if v is not None})
+
+
+def shape(log, tpl, views, *, steps: str, keyframes: str | None, n_keyframes: int, images_dir,
+          **config):
+    """The shape verb: keyframes of ``views`` -> (avatar tensors, metadata); ``steps`` is
+    "global,pose,bones,mesh", ``keyframes`` explicit indices, ``images_dir`` colour images for the
+    texture stage, ``config`` the FitConfig options."""
+    from cortexkit.tools.avatar.fit import fit_avatar_shape
+    from cortexkit.tools.avatar.io import avatar_to_tensors
+
+    tpl, obs = observations(views, tpl)
+    image_files = None
+    if images_dir is not None:
+        from cortexkit.formats.keypoints2d import image_folders
+
+        image_files = image_folders(images_dir, obs.cameras.names, len(obs.keypoints))
+    try:
+        stage_steps = tuple(int(s) for s in steps.split(","))
+        assert len(stage_steps) == 4 and min(stage_steps) >= 0
+    except (ValueError, AssertionError):
+        raise CortexError(f"--steps {steps}: expected 4 non-negative integers (global,pose,bones,mesh)") from None
+    picked = [int(k) for k in keyframes.split(",")] if keyframes else None
+    result = fit_avatar_shape(tpl, obs, fit_config(shape_steps=stage_steps, **config), n_keyframes, picked,
+                              hooks=hooks(log))
+    colors = None
+    if image_files is not None:
+        from cortexkit.formats.keypoints2d import read_image
+        from cortexkit.tools.avatar.texture import avatar_colors
+
+        colors, seen = avatar_colors(tpl, result.shape, result.pose, obs.cameras,
+                                     lambda b, c: read_image(image_files[c][result.keyframes[b]]))
+        log.info(f"texture: {int(seen.sum())} of {len(seen)} vertices seen in "
+                 f"{len(result.keyframes)} keyframes x {len(obs.cameras)} cameras")
+    return avatar_to_tensors(tpl, result.shape, colors)
+
+
+def track(log, tpl, shp, views, config, *, baseline_frames: int | None, plot=None):
+    """The track verb: per-frame poses of ``views`` with the avatar frozen, the overlay PNG at
+    ``plot`` (staged by the run) and, unless ``baseline_frames`` is None, triangulation scored beside
+    the avatar on a held-out camera (a warning when the avatar loses) -> (poses tensors, metadata)."""
+    from cortexkit.tools.avatar.fit import track_sequence
+    from cortexkit.tools.avatar.io import poses_to_tensors
+
+    tpl, obs = observations(views, tpl)
+    start = time.perf_counter()
+    with log.progress(total=len(obs.keypoints), desc="track", unit="frame") as bar:
+        result = track_sequence(tpl, shp, obs, config, progress=bar.update, hooks=hooks(log))
+    per_frame = (time.perf_counter() - start) / len(obs.keypoints)
+    log.info(f"tracked {len(obs.keypoints)} frames, {per_frame:.3f} s/frame, keypoint error "
+             f"{float(result.keypoint_error.mean()):.3f} crop px")
+    if plot:
+        from cortexkit.tools.avatar.plot import overlay
+
+        with log.output_file(plot) as tmp:
+            overlay(tmp, tpl, shp, result.pose, obs)
+    check = None
+    if baseline_frames is not None:
+        from cortexkit.tools.avatar.baseline import BaselineConfig, held_out_check, messages
+
+        check = held_out_check(tpl, shp, obs, config, BaselineConfig(frames=baseline_frames), hooks=hooks(log))
+        line, warning = messages(check)
+        log.info(line)
+        if warning:
+            log.warn(warning)
+    tensors, meta = poses_to_tensors(result.pose, result.keypoint_error, result.silhouette_error,
+                                     result.cameras_used, per_frame, tpl.joint_names, views["fps"])
+    return tensors, {**meta, **({"avatar.baseline": check} if check else {})}
