@@ -16,7 +16,9 @@ default), side by side in one run:
 --parts baselines / ours runs one side only and merges into --out (so the two can run apart).
 --clip C passes ``--clip C`` to the sweep (every run of it, the unconstrained one too); --baselines-from
 FILE,... copies each data set's Opacus and reference entries from earlier results (a later file wins per
-data set), so ``--parts ours`` rescores item 4 without rerunning them.
+data set), so ``--parts ours`` rescores item 4 without rerunning them. --gammas G[,G] replaces the auto grid and
+--sweep-args passes further sweep options (one string), so the constrained-path cost study (RESULTS.md)
+changes one setting at a time with the same command.
 
     OMP_NUM_THREADS=1 python benchmarks/dp_fairness_train/near_gap.py --seeds 3 \\
         --out benchmarks/dp_fairness_train/results/near_gap.yaml
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -45,14 +48,15 @@ def ours(name, args, folder) -> dict:
     train, test, tr, te, label, sensitive = pareto35.split(name, folder)
     report = folder / f"{name}_sweep.yaml"
     clip = [] if args.clip is None else ["--clip", str(args.clip)]
+    clip += shlex.split(args.sweep_args or "")
     t0 = time.perf_counter()
     subprocess.run([transfer.CORTEXKIT, "dp-fairness-train", "sweep", str(tr), "--test", str(te), "--label", label,
-                    "--sensitive", sensitive, "--epsilon", str(args.epsilon), "--gammas", "auto",
+                    "--sensitive", sensitive, "--epsilon", str(args.epsilon), "--gammas", args.gammas,
                     "--seeds", str(args.seeds), "--threads", "1", *clip, "-o", str(report), "--quiet"], check=True)
     r = yaml.safe_load(report.read_text())
     keep = ("gamma", "accuracy", "accuracy_sd", "dp_gap", "dp_gap_sd", "train_violation", "steps", "sigma", "epsilon")
     return {"seconds": time.perf_counter() - t0, "clip": "default" if args.clip is None else args.clip,
-            "auto": r["auto"], "unconstrained": r["unconstrained"],
+            "gammas": args.gammas, "sweep_args": args.sweep_args or "", "auto": r.get("auto"), "unconstrained": r["unconstrained"],
             "rows": [{k: row[k] for k in keep if k in row} for row in r["rows"]]}
 
 
@@ -129,6 +133,10 @@ def main():
     ap.add_argument("--fairlearn-bound", type=float, default=0.02)
     ap.add_argument("--lrs", default=",".join(str(x) for x in transfer.LRS), help="Opacus learning-rate grid")
     ap.add_argument("--clip", type=float, default=None, help="passed to sweep as --clip (default: the tool's)")
+    ap.add_argument("--gammas", default="auto", help="passed to sweep as --gammas (default auto)")
+    ap.add_argument("--sweep-args", default=None,
+                    help="further sweep options, one string (e.g. '--iterate last' or '--laplace-b 0.1'): "
+                         "the cost study changes one of them at a time")
     ap.add_argument("--baselines-from", default=None,
                     help="comma list of earlier results files to copy Opacus and the references from")
     args = ap.parse_args()
