@@ -45,10 +45,11 @@ def test_explicit_options_and_config_files_win_over_the_rule(cli, tmp_path):
     assert (config["steps"], config["state-lr"], config["weight-norm"]) == (19, 0.1, False)
     bad = cli(TOOL, "train", "--print-config", "--weight-norm-gain", "wide")
     assert bad.returncode == 2 and ("neither a number nor one of fan, fan-act, fan-sqrt-act, "
-                                    "fan-act-readout") in bad.stderr
+                                    "fan-act-readout, fan-sqrt-act-readout") in bad.stderr
 
 
-@pytest.mark.parametrize("rule", ["fan-act", "fan-sqrt-act", "fan-act-readout"])
+@pytest.mark.parametrize("rule", ["fan-act", "fan-sqrt-act", "fan-act-readout",
+                                  "fan-sqrt-act-readout"])
 def test_gain_rules_by_name_reach_the_config(cli, rule):
     """The measured alternatives to the default fan (benchmarks/train_pcn/RESULTS.md, pcn13) are
     reachable by name; the default stays fan."""

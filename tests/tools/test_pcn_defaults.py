@@ -98,7 +98,7 @@ def test_python_default_config_is_what_the_command_resolves():
 def test_gain_rules_between_fan_and_fan_act(spec):
     """fan-sqrt-act: fan times sqrt(1 / rms(phi)) on every layer that feeds the activation, the
     output layer at fan's; fan-act-readout: fan-act's hidden layers, the output layer at 1/8 of
-    fan's (benchmarks/train_pcn/RESULTS.md, pcn13)."""
+    fan's; fan-sqrt-act-readout: fan-sqrt-act's, the output at 1/3 (train_pcn/RESULTS.md, pcn13)."""
     net = build_network(spec)
     fan, act = layer_gains(net, "fan"), layer_gains(net, "fan-act")
     half = layer_gains(net, "fan-sqrt-act")
@@ -108,6 +108,8 @@ def test_gain_rules_between_fan_and_fan_act(spec):
     assert half[-1] == pytest.approx(fan[-1])
     readout = layer_gains(net, "fan-act-readout")
     assert readout[:-1] == pytest.approx(act[:-1]) and readout[-1] == pytest.approx(fan[-1] / 8)
+    both = layer_gains(net, "fan-sqrt-act-readout")
+    assert both[:-1] == pytest.approx(half[:-1]) and both[-1] == pytest.approx(fan[-1] / 3)
     with pytest.raises(ValueError, match="unknown weight-norm gain rule 'fan-half'"):
         layer_gains(net, "fan-half")
 

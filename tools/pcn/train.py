@@ -111,8 +111,8 @@ def layer_gains(net: Network, gain: float | str, act_power: float | None = None,
     :func:`weight_layers`): ``gain`` itself when a number, else the rule of that name: 1 + sqrt(m/n)
     times (1 / rms(phi))^p for a layer that feeds the activation phi and times s for the output
     layer, (p, s) the rule's (:data:`GAIN_RULE_PARAMS`: fan (0, 1), fan-act (1, 1),
-    fan-sqrt-act (0.5, 1), fan-act-readout (1, 1/8)). ``act_power`` / ``out_scale`` (benchmarks
-    only) override p and s."""
+    fan-sqrt-act (0.5, 1), fan-act-readout (1, 1/8), fan-sqrt-act-readout (0.5, 1/3)).
+    ``act_power`` / ``out_scale`` (benchmarks only) override p and s."""
     layers = weight_layers(net)
     if not isinstance(gain, str):
         return [float(gain)] * len(layers)
