@@ -30,7 +30,7 @@ def _layer_bytes(params) -> float:
 
 
 class GainType(click.ParamType):
-    """A positive number, or the name of a per-layer gain rule (fan, fan-act)."""
+    """A positive number, or the name of a per-layer gain rule (defaults.GAIN_RULES)."""
 
     name = "GAIN"
 
@@ -125,8 +125,10 @@ method_options = option_set(
                  callback=_resolve(_weight_norm_rule),
                  help="Weight normalisation after every step [default: on for meta-pcn only]."),
     click.option("--weight-norm-gain", type=GainType(), default="fan", show_default=True,
-                 help="Target (sqrt(m)+sqrt(n)) std(W): a number for every layer, fan "
-                 "(1 + sqrt(m/n) per layer: unit gain) or fan-act (fan / rms of the activation)."),
+                 help="Target (sqrt(m)+sqrt(n)) std(W): a number for every layer, or fan "
+                 "(1 + sqrt(m/n) per layer: unit gain), fan-act (fan / rms of the activation), "
+                 "fan-sqrt-act (fan / the square root of that rms); -readout after either sets "
+                 "the output layer to fan / 8 (fan-act) or fan / 3 (fan-sqrt-act)."),
     click.option("--weight-clip", type=positive, default=None,
                  help="Clamp weights to [-C, C] after normalisation (off by default)."),
     click.option("--steps", type=Size(min=0, max=MAX_STEPS, what="inference steps"), default=None,

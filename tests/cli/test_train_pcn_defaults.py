@@ -44,7 +44,17 @@ def test_explicit_options_and_config_files_win_over_the_rule(cli, tmp_path):
     config = printed(cli, "--config", tmp_path / "c.yaml", "--depth", "20")
     assert (config["steps"], config["state-lr"], config["weight-norm"]) == (19, 0.1, False)
     bad = cli(TOOL, "train", "--print-config", "--weight-norm-gain", "wide")
-    assert bad.returncode == 2 and "neither a number nor one of fan, fan-act" in bad.stderr
+    assert bad.returncode == 2 and ("neither a number nor one of fan, fan-act, fan-sqrt-act, "
+                                    "fan-act-readout, fan-sqrt-act-readout") in bad.stderr
+
+
+@pytest.mark.parametrize("rule", ["fan-act", "fan-sqrt-act", "fan-act-readout",
+                                  "fan-sqrt-act-readout"])
+def test_gain_rules_by_name_reach_the_config(cli, rule):
+    """The measured alternatives to the default fan (benchmarks/train_pcn/RESULTS.md, pcn13) are
+    reachable by name; the default stays fan."""
+    assert printed(cli, "--depth", "16", "--weight-norm-gain", rule)["weight-norm-gain"] == rule
+    assert printed(cli, "--depth", "16")["weight-norm-gain"] == "fan"
 
 
 def test_stored_config_holds_the_resolved_values(cli, tmp_path):

@@ -92,3 +92,53 @@ def test_python_default_config_is_what_the_command_resolves():
     pc = default_config(NetworkSpec("vgg9", (3, 32, 32)), "pc", epochs=2)
     assert (pc.inference.steps, pc.inference.state_lr, pc.weight_norm, pc.epochs) == (8, 0.1,
                                                                                       False, 2)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.arch for s in SPECS])
+def test_gain_rules_between_fan_and_fan_act(spec):
+    """fan-sqrt-act: fan times sqrt(1 / rms(phi)) on every layer that feeds the activation, the
+    output layer at fan's; fan-act-readout: fan-act's hidden layers, the output layer at 1/8 of
+    fan's; fan-sqrt-act-readout: fan-sqrt-act's, the output at 1/3 (train_pcn/RESULTS.md, pcn13)."""
+    net = build_network(spec)
+    fan, act = layer_gains(net, "fan"), layer_gains(net, "fan-act")
+    half = layer_gains(net, "fan-sqrt-act")
+    factor = activation_gain(spec.activation)
+    assert [h / f for h, f in zip(half[:-1], fan[:-1])] == pytest.approx(
+        [math.sqrt(factor)] * (len(fan) - 1))
+    assert half[-1] == pytest.approx(fan[-1])
+    readout = layer_gains(net, "fan-act-readout")
+    assert readout[:-1] == pytest.approx(act[:-1]) and readout[-1] == pytest.approx(fan[-1] / 8)
+    both = layer_gains(net, "fan-sqrt-act-readout")
+    assert both[:-1] == pytest.approx(half[:-1]) and both[-1] == pytest.approx(fan[-1] / 3)
+    with pytest.raises(ValueError, match="unknown weight-norm gain rule 'fan-half'"):
+        layer_gains(net, "fan-half")
+
+
+@torch.no_grad()
+def _signal_ratio_per_block(net, x):
+    """Geometric-mean ratio per block, block 1 to the last hidden block, of the RMS of the
+    input-dependent part of each block's pre-activation (stop40b_signal.py's measurement)."""
+    rms, a = [], x
+    for block in net.blocks[:-1]:
+        h = block.layer(a.flatten(1) if isinstance(block.layer, nn.Linear) else a)
+        a = block(a)
+        rms.append(float((h - h.mean(0)).pow(2).mean().sqrt()))
+    return (rms[-1] / rms[0]) ** (1 / (len(rms) - 1))
+
+
+@pytest.mark.parametrize("spec", [NetworkSpec("mlp", (1, 12, 12), 10, width=128, depth=8),
+                                  NetworkSpec("vgg9", (3, 32, 32), 10, width_scale=1 / 8)],
+                         ids=["mlp", "vgg9"])
+def test_signal_per_block_at_initialisation(spec):
+    """Issue 31 item 1's "neither halves nor explodes per layer", on a synthetic input: fan lets
+    the input-dependent signal fall to about 0.55 of itself per block; fan-sqrt-act and fan-act
+    keep it within [0.7, 1.4] (a GELU MLP and a ReLU VGG)."""
+    x = torch.randn(256, *spec.in_shape, generator=torch.Generator().manual_seed(0))
+    ratios = {}
+    for rule in ("fan", "fan-sqrt-act", "fan-act"):
+        torch.manual_seed(0)
+        net = build_network(spec)
+        normalize_weights(net, rule)
+        ratios[rule] = _signal_ratio_per_block(net, x)
+    assert ratios["fan"] < 0.7, ratios
+    assert 0.7 <= ratios["fan-sqrt-act"] < ratios["fan-act"] <= 1.4, ratios

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from cortexkit.tools.pcn import distributed
-from cortexkit.tools.pcn.defaults import DEFAULT_GAIN, GAIN_RULES
+from cortexkit.tools.pcn.defaults import DEFAULT_GAIN, GAIN_RULE_PARAMS, GAIN_RULES
 from cortexkit.tools.pcn.inference import (METHODS, InferenceConfig, InferenceResult,
                                            binomial_tail, bp_gradients, imbalance_and_reason,
                                            meta_inference, pc_inference)
@@ -105,22 +105,30 @@ def activation_gain(name: str) -> float:
     return 1.0 / math.sqrt(second)
 
 
-def layer_gains(net: Network, gain: float | str) -> list[float]:
+def layer_gains(net: Network, gain: float | str, act_power: float | None = None,
+                out_scale: float | None = None) -> list[float]:
     """The target (sqrt(m)+sqrt(n)) std(W) of every weight layer (order of
-    :func:`weight_layers`): ``gain`` itself when a number, else the rule of that name."""
+    :func:`weight_layers`): ``gain`` itself when a number, else the rule of that name: 1 + sqrt(m/n)
+    times (1 / rms(phi))^p for a layer that feeds the activation phi and times s for the output
+    layer, (p, s) the rule's (:data:`GAIN_RULE_PARAMS`: fan (0, 1), fan-act (1, 1),
+    fan-sqrt-act (0.5, 1), fan-act-readout (1, 1/8), fan-sqrt-act-readout (0.5, 1/3)).
+    ``act_power`` / ``out_scale`` (benchmarks only) override p and s."""
     layers = weight_layers(net)
     if not isinstance(gain, str):
         return [float(gain)] * len(layers)
     if gain not in GAIN_RULES:
         raise ValueError(f"unknown weight-norm gain rule '{gain}' (one of {', '.join(GAIN_RULES)})")
-    act = activation_gain(net.spec.activation) if gain == "fan-act" else 1.0
+    power, scale = GAIN_RULE_PARAMS[gain]
+    power = power if act_power is None else act_power
+    out_scale = scale if out_scale is None else out_scale
+    act = activation_gain(net.spec.activation) ** power if power else 1.0
     out_ids = {id(m) for m in weight_layers(net.blocks[-1])}  # the linear output block
     gains = []
     for layer in layers:
         m, n = fan_out_in(layer.weight)
         # every layer but the output one feeds an activation (the shortcut of a residual
         # block too: it is added before act2)
-        gains.append((1 + math.sqrt(m / n)) * (1.0 if id(layer) in out_ids else act))
+        gains.append((1 + math.sqrt(m / n)) * (out_scale if id(layer) in out_ids else act))
     return gains
 
 
