@@ -138,7 +138,7 @@ def _speed(run, verb_name, windows, started, model_seconds):
                    "variance, a time NMSE on the scale of the standardised FFT terms.")
 @click.option("--warm-start-epochs", type=click.FloatRange(min=0), default=16.0, show_default=True,
               help="Epochs' worth of steps fitting tokens and decoders to k-means of the patches before "
-                   "training, so it starts at the k-means floor (0 = off, the paper's random start).")
+                   "training, which then starts from k-means's codes (0 = off, the paper's random start).")
 @click.option("--amp", is_flag=True, help="bf16 autocast (quantizers stay fp32).")
 @click.option("--max-windows", type=click.IntRange(min=0), default=0, show_default=True,
               help="Use at most this many training windows (evenly spaced; 0 = all).")
