@@ -7,6 +7,11 @@ Every variant of a file appears twice: at its last epoch (NAME) and at its best-
 tokens-only amplitude NMSE / the better of the floor's two codebooks. Prints the per-cell table, then
 for every candidate against ``base`` (last epoch): mean time-ratio drop (rule 1: >= 0.03), cells lower
 (rule 2: >= 3 of 4), mean amplitude ratio (rule 3: not higher), CPU seconds ratio (rule 4: <= 2x).
+
+    python benchmarks/tokenize_eeg/decide_generalisation.py --rule warm-start benchmarks/tokenize_eeg/results/study/[AB]_warm_s[01].yaml
+
+applies the warm-start study's rule instead (RESULTS.md "Study: start training at the k-means
+floor"): time ratio lower by >= 0.05 in >= 3 of 4 cells, mean amplitude ratio not higher, CPU <= 1.5x.
 """
 
 import sys
@@ -15,8 +20,12 @@ from collections import defaultdict
 import yaml
 
 BASE = "base"
+args = sys.argv[1:]
+rule = "generalisation"
+if args[:1] == ["--rule"]:
+    rule, args = args[1], args[2:]
 cells = defaultdict(dict)  # (split, seed) -> name -> (time ratio, amp ratio, cpu s, best epoch)
-for path in sys.argv[1:]:
+for path in args:
     d = yaml.safe_load(open(path))
     floor = d["kmeans_floor"]
     amp_floor = min(floor["amplitude_nmse_signal"], floor["amplitude_nmse"])
@@ -54,6 +63,13 @@ for n in names:
     lower = sum(g[0] < b[0] for g, b in zip(got, base))
     amp = mean([g[1] for g in got]) - mean([b[1] for b in base])
     cpu = mean([g[2] for g in got]) / mean([b[2] for b in base])
+    if rule == "warm-start":
+        lower = sum(g[0] <= b[0] - 0.05 for g, b in zip(got, base))
+        ok = [lower >= 3, amp <= 0, cpu <= 1.5]
+        print(f"{n}: time drop {drop:+.3f}, lower by >= 0.05 in {lower}/{len(keys)} (1: {ok[0]}), "
+              f"amp {amp:+.3f} (2: {ok[1]}), CPU {cpu:.2f}x (3: {ok[2]}) -> "
+              f"{'PASSES' if all(ok) else 'fails'}")
+        continue
     ok = [drop >= 0.03, lower >= 3, amp <= 0, cpu <= 2.0]
     print(f"{n}: time drop {drop:+.3f} (1: {ok[0]}), lower in {lower}/{len(keys)} (2: {ok[1]}), "
           f"amp {amp:+.3f} (3: {ok[2]}), CPU {cpu:.2f}x (4: {ok[3]}) -> "

@@ -17,6 +17,7 @@ share (``--validation-share``, every 10th window by default; 0 = train on all, t
 reports the test figures of its last epoch (``test``) and of its best-validation epoch
 (``best.test``, ``best.epoch``), so "keep the best checkpoint" is measured on every variant's own run.
 The k-means floor is fitted on all training windows (a floor at least as strong as on the share).
+``--epochs 0`` with ``warm_start_epochs=N`` scores the warm start alone (where training would begin).
 """
 
 from __future__ import annotations
@@ -122,7 +123,9 @@ def run_variant(train, test, settings, args, log, validation=None):
         model.load_state_dict(best_state)
         out["best"] = {"epoch": best_epoch, **scores(model.eval(), test, train)}
         log(f"best epoch {best_epoch}: {out['best']['test']}")
-    last = history[-1]
+    last = history[-1] if history else {}  # --epochs 0 without a warm start: the model as built
+    if history and "warm_start" in history[0]:
+        out["warm_start"] = history[0]["warm_start"]
     out["last_epoch"] = {k: v for k, v in last.items() if not isinstance(v, dict)}
     log(f"{out['test']} train {out['train_fit']} {seconds:.0f}s restarts "
         f"{last.get('restarts_t')}")

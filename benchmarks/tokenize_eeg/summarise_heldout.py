@@ -33,6 +33,8 @@ for path in sys.argv[1:]:
     epochs = d["train_config"]["epochs"]
     if "depth" in d.get("model", {}):
         epochs = f"{epochs}, depth {d['model']['depth']}"
+    if d["train_config"].get("warm_start_epochs"):
+        epochs = f"{epochs}, warm start {d['train_config']['warm_start_epochs']:g}"
     groups[epochs].append(row)
     print(f"| {epochs} | {d['seed']} | {row['fit']:.3f} | {row['best_epoch']}: {row['best']:.3f} | {row['time']:.3f} ({row['time_floor']:.3f}) | {row['rt']:.3f} | "
           f"{row['amp']:.3f} ({row['amp_floor']:.3f}) | {row['ra']:.3f} | {row['lr_t']:.3f} / {row['lr_b']:.3f} | "

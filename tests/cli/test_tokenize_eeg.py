@@ -450,3 +450,50 @@ def test_encoder_depth_default_is_the_measured_choice(cli, trained, shared_data,
     assert mean(base, 0) - mean(deep0, 0) >= 0.03
     assert sum(d[0] < b[0] for d, b in zip(deep0, base)) >= 3
     assert mean(deep0, 1) <= mean(base, 1) and mean(deep0, 2) <= 2 * mean(base, 2)
+
+
+@pytest.mark.slow
+def test_warm_start_default_is_the_measured_choice(cli, trained, shared_data, tmp_path):
+    """--warm-start-epochs (issue 33, "start training at the k-means floor"): on by default at what
+    the rule written before the runs chose, stored in the artifact with the warm start's own report
+    (tokens agreeing with k-means of the patches), and it lands the one-epoch tokenizer's held-out
+    time NMSE below the random start's, nearer the k-means floor; 0 restores the paper's start; the
+    study's files meet the rule (time ratio lower by >= 0.05 in >= 3 of 4 cells, mean amplitude
+    ratio not higher, CPU <= 1.5x)."""
+    from pathlib import Path
+
+    import yaml
+
+    proc = cli("tokenize-eeg", "train", "--print-config")
+    assert proc.returncode == 0, proc.stderr
+    default = yaml.safe_load(proc.stdout)["warm-start-epochs"]
+    assert default == 16
+    artifact = read(trained[0], "eeg-tokenizer")
+    assert artifact.meta_json("eeg.training")["warm_start_epochs"] == default
+    warm = artifact.meta_json("eeg.history")[0]["warm_start"]
+    assert warm["steps"] == 2 * default and warm["agreement_t"] > 0.5  # 11 windows, batch 8
+    ratios = {}
+    for epochs in (default, 0):
+        tok = tmp_path / f"w{epochs}.st"
+        proc = cli("tokenize-eeg", "train", shared_data / S001 / "S001R01.edf", *TINY, "--epochs", "1",
+                   "--warm-start-epochs", str(epochs), "-o", tok)
+        assert proc.returncode == 0, proc.stderr
+        stored = read(tok, "eeg-tokenizer")
+        assert stored.meta_json("eeg.training")["warm_start_epochs"] == epochs
+        assert ("warm_start" in stored.meta_json("eeg.history")[0]) == bool(epochs)
+        ratios[epochs] = stored.meta_json("eeg.validation")["ratio"]["time_nmse"]
+    assert ratios[default] < ratios[0] and ratios[default] < 1.4, ratios  # measured 1.21 vs 1.58
+    study = Path(__file__).resolve().parents[2] / "benchmarks" / "tokenize_eeg" / "results" / "study"
+    cells = []
+    for path in sorted(study.glob("[AB]_warm_s[01].yaml")):
+        data = yaml.safe_load(path.read_text())
+        floor = data["kmeans_floor"]
+        amp_floor = min(floor["amplitude_nmse_signal"], floor["amplitude_nmse"])
+        cells.append({name: (v["test"]["time_nmse"] / floor["time_nmse"],
+                             v["test"]["amplitude_nmse_signal"] / amp_floor, v["train_cpu_seconds"])
+                      for name, v in data["variants"].items()})
+    chosen = f"warm{default:g}"
+    assert len(cells) == 4
+    assert sum(c[chosen][0] <= c["base"][0] - 0.05 for c in cells) >= 3
+    assert np.mean([c[chosen][1] for c in cells]) <= np.mean([c["base"][1] for c in cells])
+    assert np.mean([c[chosen][2] for c in cells]) <= 1.5 * np.mean([c["base"][2] for c in cells])

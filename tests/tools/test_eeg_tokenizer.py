@@ -303,3 +303,25 @@ def test_encoder_dropout_is_off_by_default_and_only_acts_in_training():
     dropped.train()
     torch.manual_seed(1)
     assert not torch.allclose(dropped.encoder(x), paper.encoder(x))
+
+
+def test_warm_start_begins_training_at_the_kmeans_floor():
+    """TrainConfig.warm_start_epochs (tools/eeg/warmstart.py): before any epoch of the paper's
+    training, the tokens follow the k-means partition of the patches and the decoders reproduce its
+    centroids, so the tokens-only time NMSE of the fitted windows is near the k-means floor of the
+    same codebook size, where the random start is not; 0 (the default) leaves the start untouched."""
+    from cortexkit.tools.eeg.floor import kmeans_floor
+
+    x = _sines(24, 0)
+    floor = kmeans_floor(x, x, 16, seed=0)["time_nmse"]
+    config = dict(lr=3e-3, batch_size=8, warmup_epochs=0)
+    cold, _ = api.fit(x, tiny(kmeans_init=True, depth=0), TrainConfig(epochs=1, **config), seed=0)
+    warm, history = api.fit(x, tiny(kmeans_init=True, depth=0),
+                            TrainConfig(epochs=0, warm_start_epochs=40, **config), seed=0)
+    assert history == [{"epoch": 0, "warm_start": history[0]["warm_start"]}]
+    report = history[0]["warm_start"]
+    assert report["steps"] == 120 and report["agreement_t"] > 0.9 and report["agreement_f"] > 0.5
+    assert api.validation_score(cold, x) > 1.15 * floor
+    assert api.validation_score(warm, x) < 1.1 * floor
+    assert bool(warm.quantize_t.initted) and bool(warm.quantize_f.initted)
+    assert TrainConfig().warm_start_epochs == 0

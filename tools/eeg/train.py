@@ -28,6 +28,8 @@ class TrainConfig:
     signal_weight: float = 1.0  # weight of mse(x_hat, x); the paper's is 1
     phase_weight: float = 1.0  # weight of the phase term; the paper's is 1
     keep: str = "last"  # "last" epoch's weights (the paper's) or the "best" validation epoch's
+    warm_start_epochs: float = 0.0  # epochs' worth of steps fitting the model to the k-means floor
+    # before training (tools/eeg/warmstart.py); 0: off, the paper's random start
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -75,6 +77,12 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
     total, warmup = config.epochs * per_epoch, int(round(config.warmup_epochs * per_epoch))
     history, step, restarted, best = [], 0, {}, None
     device = next(model.parameters()).device
+    warm = None
+    warm_steps = int(round(config.warm_start_epochs * per_epoch))
+    if warm_steps > 0:  # start at the k-means floor (tools/eeg/warmstart.py)
+        from cortexkit.tools.eeg.warmstart import warm_start
+        warm = warm_start(model, x, steps=warm_steps, batch_size=config.batch_size,
+                          lr=config.lr, generator=generator)
     for epoch in range(config.epochs):
         model.train()
         order = torch.randperm(n, generator=generator)
@@ -119,6 +127,10 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
         history.append(record)
         if on_epoch is not None:
             on_epoch(epoch + 1, record)
+    if warm is not None:  # with epochs=0, the warm start alone (a record of epoch 0)
+        if not history:
+            history.append({"epoch": 0})
+        history[0]["warm_start"] = warm
     if best is not None:
         model.load_state_dict(best[2])
         history[-1]["kept_epoch"] = best[1]
