@@ -15,7 +15,8 @@ estimate: its CPU per epoch times those epochs).
 
     OMP_NUM_THREADS=1 python benchmarks/simulate_npe/stop_rule_bench.py --tasks two_moons --seeds 12 \
         --n-sim 10000 --observations 5 --patiences 20 30 40 --out benchmarks/simulate_npe/results/stop44_two_moons_s12.jsonl
-    python benchmarks/simulate_npe/stop_rule_bench.py --summarize benchmarks/simulate_npe/results/stop44_*.jsonl
+    python benchmarks/simulate_npe/stop_rule_bench.py --summarize benchmarks/simulate_npe/results/stop44_*.jsonl \
+        --sbi-from benchmarks/simulate_npe/results/grid1e4_*.jsonl     # where sbi was not rerun (--no-sbi)
 """
 from __future__ import annotations
 
@@ -119,8 +120,12 @@ def run(args):
                             "patience20_epochs": ep20, "patience20_cpu_s_est": t * ep20 / ep})
 
 
-def summarize(paths):
+def summarize(paths, sbi_from=()):
+    """Per task: the candidates' epochs, train CPU and paired RF C2ST difference to the default.
+    Against sbi: its rows here, or (``sbi_from``: stop 43's theta_map_bench.py rows of the same
+    seeds) the candidate/default CPU ratio of this run times stop 43's default/sbi ratio."""
     rows = [json.loads(line) for p in paths for line in open(p) if line.strip()]
+    old = [json.loads(line) for p in sbi_from for line in open(p) if line.strip()]
     out = {}
     for task in sorted({r["task"] for r in rows}):
         ours = {r["seed"]: r for r in rows if r["task"] == task and r["tool"] == "cortexkit"}
@@ -137,6 +142,18 @@ def summarize(paths):
                         "patience20_cpu_s_est_mean": round(sum(sbi[s]["patience20_cpu_s_est"] for s in seeds if s in sbi)
                                                            / len(sbi_cpu), 1)}
         default = str(t["default_patience"])
+        o43 = {r["seed"]: r for r in old if r["task"] == task and r.get("tool") == "cortexkit-zscore" and r["seed"] in seeds}
+        s43 = {r["seed"]: r for r in old if r["task"] == task and r.get("tool") == "sbi-zuko_nsf" and r["seed"] in seeds}
+        ratio43 = None
+        if not sbi_cpu and len(o43) == len(s43) == len(seeds):
+            ratio43 = sum(o43[s]["train_cpu_s"] for s in seeds) / sum(s43[s]["train_cpu_s"] for s in seeds)
+            t["stop43"] = {"ours_over_sbi_cpu": round(ratio43, 3), "ours_epochs": [o43[s]["epochs"] for s in seeds],
+                           "sbi_epochs": [s43[s]["epochs"] for s in seeds],
+                           "same_trajectory": all(o43[s]["epochs"] == ours[s]["epochs"] for s in seeds),
+                           "ours_c2st_rf": [o43[s]["c2st_rf"][:len(ours[s]["candidates"][default]["c2st_rf"])] for s in seeds],
+                           "sbi_c2st_rf_mean": round(sum(sum(s43[s]["c2st_rf"][:len(ours[s]["candidates"][default]["c2st_rf"])])
+                                                         for s in seeds) / sum(len(ours[s]["candidates"][default]["c2st_rf"]) for s in seeds), 4)}
+        default_cpu = sum(ours[s]["candidates"][default]["train_cpu_s"] for s in seeds) / len(seeds)
         cands = {}
         for p in ours[seeds[0]]["candidates"]:
             cpu = [ours[s]["candidates"][p]["train_cpu_s"] for s in seeds]
@@ -154,6 +171,10 @@ def summarize(paths):
             if sbi_cpu and len(sbi_cpu) == len(seeds):
                 c["cpu_ratio_vs_sbi"] = round(c["train_cpu_s_mean"] / t["sbi"]["train_cpu_s_mean"], 3)
                 c["c2st_vs_sbi"] = round(c["c2st_rf_mean"] - t["sbi"]["c2st_rf_mean"], 4)
+            elif ratio43 is not None:
+                c["cpu_vs_default"] = round(c["train_cpu_s_mean"] / default_cpu, 3)
+                c["cpu_ratio_vs_sbi_composed"] = round(c["train_cpu_s_mean"] / default_cpu * ratio43, 3)
+                c["c2st_vs_sbi_stop43"] = round(c["c2st_rf_mean"] - t["stop43"]["sbi_c2st_rf_mean"], 4)
             cands[p] = c
         t["candidates"] = cands
         out[task] = t
@@ -173,11 +194,12 @@ def main():
     p.add_argument("--out", default="stop44.jsonl")
     p.add_argument("--summarize", nargs="+")
     p.add_argument("--yaml")
+    p.add_argument("--sbi-from", nargs="*", default=[], help="stop 43's rows (theta_map_bench.py jsonl) for sbi's CPU")
     args = p.parse_args()
     if args.summarize:
         import yaml
 
-        text = yaml.safe_dump(summarize(args.summarize), sort_keys=False)
+        text = yaml.safe_dump(summarize(args.summarize, args.sbi_from), sort_keys=False)
         if args.yaml:
             Path(args.yaml).write_text(text)
         print(text)
