@@ -55,7 +55,8 @@ def replay(val, patience):
 
 def run(args):
     torch.set_num_threads(1)
-    cfg = TrainConfig(patience=args.default_patience)
+    # epochs only: the candidates are read off this fit (patience_steps would cut it short)
+    cfg = TrainConfig(patience=args.default_patience, patience_steps=0)
     for name in args.tasks:
         task = get_task(name)
         ref = reference(name)
