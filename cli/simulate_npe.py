@@ -64,11 +64,14 @@ def _keep_partial(run, partial, failure, stop=None):
 # ---------------------------------------------------------------------------------------------
 # simulate / merge
 
+# the HF fits' patience in gradient steps (tools.npe.training.PATIENCE_STEPS; RESULTS.md stop 44)
+PATIENCE_STEPS = 1800  # 40 epochs at 10^4 simulations, 60 (--patience) up to ~6,800 (RESULTS.md stop 44)
+
 # left out of --help (shown by --help-all and the man page): the paper's hyperparameters and
 # run-steering details
 ADVANCED_SIMULATE = ("quantile", "truncation_samples", "chunk_size", "partial", "resume_path")
 ADVANCED_TRAIN = ("timeout", "workers", "partial", "quantile", "truncation_samples", "ensemble", "active_fraction",
-                  "candidates", "lr_pretrain", "patience_pretrain", "batch_size", "validation_fraction", "patience", "clip", "max_epochs",
+                  "candidates", "lr_pretrain", "patience_pretrain", "batch_size", "validation_fraction", "patience", "patience_steps", "clip", "max_epochs",
                   "x_stats", "transforms", "bins", "hidden", "depth", "embedding", "embedding_dim", "theta_map",
                   "lognormal_map")
 
@@ -205,6 +208,9 @@ def _resolve_baseline(ctx, param, value):
               help="Held out for early stopping.")
 @click.option("--patience", type=click.IntRange(min=1), default=60, show_default=True,
               help="Epochs without validation improvement before an HF fit stops (the paper's and sbi's: 20).")
+@click.option("--patience-steps", type=click.IntRange(min=0), default=PATIENCE_STEPS, show_default=True,
+              help="The HF fits' patience also in gradient steps: min(--patience, max(20, ceil(this / steps per "
+                   "epoch))) epochs, so large training sets stop sooner; 0: --patience epochs (the paper's).")
 @click.option("--patience-pretrain", type=click.IntRange(min=1), default=20, show_default=True,
               help="The same for LF pretraining (longer pretraining fits the LF simulator's bias).")
 @click.option("--clip", type=POSITIVE, default=5.0, show_default=True, help="Gradient norm clip.")
@@ -231,7 +237,8 @@ def _resolve_baseline(ctx, param, value):
 @click.option("--embedding-dim", type=Size(min=0, bytes=lambda e, p: 4.0 * e * e, what='units'), default=0, help="Output size of the mlp embedding [x_dim].")
 def train(run, method, baseline, hf_path, lf_path, pretrained, prior_path, task, simulator, simulator_cmd, timeout, workers,
           partial, x_o_path, observation, hf_budget, rounds, quantile, truncation_samples, ensemble, active_fraction,
-          candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, patience_pretrain, clip, max_epochs, log_path, x_stats,
+          candidates, lr, lr_pretrain, batch_size, validation_fraction, patience, patience_steps, patience_pretrain, clip, max_epochs,
+          log_path, x_stats,
           theta_map, lognormal_map, transforms, bins, hidden, depth, embedding, embedding_dim):
     """Train a posterior estimator (npe, mf-npe, tsnpe, mf-tsnpe, a-mf-tsnpe) -> npe-posterior."""
     from cortexkit.tools import npe
@@ -240,7 +247,7 @@ def train(run, method, baseline, hf_path, lf_path, pretrained, prior_path, task,
     config = npe.MethodConfig.from_options(
         method=method, hf_budget=hf_budget, rounds=rounds, quantile=quantile, truncation_samples=truncation_samples,
         ensemble=ensemble, active_fraction=active_fraction, candidates=candidates, lr=lr, lr_pretrain=lr_pretrain,
-        batch_size=batch_size, validation_fraction=validation_fraction, patience=patience,
+        batch_size=batch_size, validation_fraction=validation_fraction, patience=patience, patience_steps=patience_steps,
         patience_pretrain=patience_pretrain, clip=clip,
         max_epochs=max_epochs, x_stats=x_stats, transforms=transforms, bins=bins, hidden=hidden, depth=depth,
         embedding=embedding, embedding_dim=embedding_dim, theta_map=theta_map, lognormal_map=lognormal_map, timeout=timeout, workers=workers,

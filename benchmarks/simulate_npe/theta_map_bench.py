@@ -112,7 +112,8 @@ def our_variants(maps, bins=None, ablations=(), lognormal_maps=None):
 def run(args):
     torch.set_num_threads(1)
     base = TrainConfig(lr=args.lr, batch_size=args.batch_size, validation_fraction=args.validation_fraction,
-                       patience=args.patience)
+                       patience=args.patience,
+                       **({} if args.patience_steps is None else {"patience_steps": args.patience_steps}))
     pre_cfg = M.pretrain_config(base, 1e-4, args.patience_pretrain or args.patience)
     variants = our_variants(args.maps, args.bins, args.ablations or (), args.lognormal_maps)
     for name in args.tasks:
@@ -297,6 +298,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=200)
     ap.add_argument("--validation-fraction", type=float, default=0.1)
     ap.add_argument("--patience", type=int, default=20)
+    ap.add_argument("--patience-steps", type=int, default=None,
+                    help="our HF fits' patience in gradient steps (default: the tool's; 0 = epochs only, as before stop 44)")
     ap.add_argument("--patience-pretrain", type=int, default=None, help="LF pretraining's [--patience]")
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--classifiers", nargs="+", default=["rf", "mlp"])

@@ -72,6 +72,7 @@ OPTION_VALUES = ("0", "-1", "nan", "inf", ABSURD)
 # against the views. 10^12 is checked against the data when it is read.
 NOT_A_SIZE = {"--observation", "--split-seed", "--n", "--max-windows", "--min-ratings", "--n-items",
               "--max-samples", "--max-pairs", "--frames", "--n-keyframes", "--patience", "--patience-pretrain",
+              "--patience-steps",
               "--draws", "--cameras", "--window", "--overlap", "--baseline-frames", "--nfe", "--val-nfe",
               "--batch-size", "--max-levels", "--head", "--limit"}
 ALARM_S = 60

@@ -44,6 +44,26 @@ def test_early_stopping_and_best_weights():
     assert val == pytest.approx(hist.best_val_loss, abs=1e-5)
 
 
+def test_a_shorter_patience_runs_the_first_epochs_of_a_longer_one():
+    """benchmarks/simulate_npe/stop_rule_bench.py (stop 44) reads shorter patiences off one fit: the
+    trajectory must not depend on the patience, only where it stops and which best weights it keeps."""
+    theta, x = gaussian_data(400, seed=6)
+    fits = {}
+    for p in (2, 40):
+        torch.manual_seed(0)
+        model = PosteriorEstimator(GAUSS, 1, TINY)
+        model.standardizer.fit(x)
+        fits[p] = (model, train(model, theta, x, TrainConfig(lr=2e-2, patience=p, max_epochs=300),
+                                torch.Generator().manual_seed(1)))
+    (short, hs), (_, hl) = fits[2], fits[40]
+    assert hs.stop_reason == "patience" and hs.epochs < hl.epochs
+    assert hs.val_loss == hl.val_loss[:hs.epochs]  # bit for bit
+    assert hs.best_val_loss == min(hl.val_loss[:hs.epochs]) and hs.best_epoch == hs.epochs - 3
+    with torch.no_grad():
+        val = -short.log_prob(theta[hs.split[1]], x[hs.split[1]]).mean().item()
+    assert val == hs.best_val_loss
+
+
 def test_npe_recovers_a_conjugate_gaussian_posterior():
     # theta ~ N(0,1), x ~ N(theta, 0.5^2): posterior N(0.8 x, 0.2)
     theta, x = gaussian_data(3000, seed=2)

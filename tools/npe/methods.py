@@ -113,6 +113,7 @@ def pretrain_config(cfg: TrainConfig, lr: float = LR_PRETRAIN, patience: int = P
     """``cfg`` with the LF pretraining's learning rate and patience."""
     c = _with_lr(cfg, lr)
     c.patience = patience
+    c.patience_steps = 0  # --patience-steps is the HF fits' (pretraining keeps --patience-pretrain epochs)
     return c
 
 

@@ -14,6 +14,20 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 
+# Floor of the step-counted patience: the paper's and sbi's 20 epochs.
+PATIENCE_FLOOR = 20
+PATIENCE_STEPS = 1800  # 40 epochs at 10^4 simulations, 60 (--patience) up to ~6,800 (RESULTS.md stop 44)
+
+
+def patience_epochs(cfg: "TrainConfig", steps_per_epoch: int) -> int:
+    """Epochs without improvement that end a fit: ``cfg.patience``, or with ``cfg.patience_steps``
+    set, min(patience, max(20, ceil(patience_steps / steps per epoch))): large data sets (many steps
+    per epoch) stop sooner, small ones keep ``patience`` (RESULTS.md stop 44)."""
+    if cfg.patience_steps <= 0:
+        return cfg.patience
+    return min(cfg.patience, max(PATIENCE_FLOOR, math.ceil(cfg.patience_steps / max(1, steps_per_epoch))))
+
+
 @dataclass
 class TrainConfig:
     lr: float = 5e-4
@@ -22,6 +36,8 @@ class TrainConfig:
     patience: int = 60  # the paper's and sbi's 20 stops SIR at 50 HF simulations before it learns (RESULTS.md)
     clip: float = 5.0
     max_epochs: int = 5000
+    # the patience also counted in gradient steps: ``patience_epochs`` (0: epochs only, the paper's)
+    patience_steps: int = PATIENCE_STEPS
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -40,12 +56,14 @@ class TrainHistory:
     n_val: int = 0
     max_epochs: int = 0
     stop_reason: str = ""  # patience | step-cap
+    patience: int = 0  # the epochs without improvement that ended (or would end) it: patience_epochs
     # (train rows, validation rows) of the data given: another fit can be scored on the same split
     split: tuple[torch.Tensor, torch.Tensor] | None = field(default=None, repr=False)
 
     def summary(self) -> dict:
         return {"epochs": self.epochs, "best_epoch": self.best_epoch, "best_val_loss": float(self.best_val_loss),
-                "n_train": self.n_train, "n_val": self.n_val, "stop_reason": self.stop_reason}
+                "n_train": self.n_train, "n_val": self.n_val, "stop_reason": self.stop_reason,
+                "patience": self.patience}
 
     def curve(self) -> dict:
         """The per-epoch losses, entry k for epoch k + 1 (as printed)."""
@@ -138,13 +156,14 @@ def train(model, theta: torch.Tensor, x: torch.Tensor, cfg: TrainConfig,
     n_train = theta_tr.shape[0]
     batch = min(cfg.batch_size, n_train)
     n_batches = n_train // batch  # drop_last
+    patience = patience_epochs(cfg, n_batches)
 
     # the unnormalised density where a model has one (leakage renormalisation is for after training)
     log_prob = getattr(model, "flow_log_prob", model.log_prob)
     optimizer = Adam(model.parameters(), lr=cfg.lr)
     params = optimizer.params
     hist = TrainHistory(n_train=n_train, n_val=theta_val.shape[0], max_epochs=cfg.max_epochs,
-                        split=(train_idx, val_idx))
+                        split=(train_idx, val_idx), patience=patience)
     # the best weights so far, copied into buffers made once (the live tensors are updated in place)
     live = list(model.state_dict(keep_vars=True).values())
     with torch.no_grad():
@@ -183,9 +202,9 @@ def train(model, theta: torch.Tensor, x: torch.Tensor, cfg: TrainConfig,
             since_best += 1
         if on_epoch is not None:
             on_epoch(EpochRecord(epoch, hist.train_loss[-1], val, hist.best_val_loss, hist.best_epoch,
-                                 cfg.patience - since_best))
+                                 patience - since_best))
         epoch += 1
-        if since_best >= cfg.patience:
+        if since_best >= patience:
             hist.stop_reason = "patience"
             break
     else:
