@@ -256,17 +256,8 @@ def fit(run, table, copula, budget, space, columns, drop, discrete, marginals, s
     model = fit_model(x, names, config, generator=run.torch_generator(), rng=run.numpy_rng(),
                       device=run.device, progress=run.progress, log=run.detail, warn=run.warn,
                       info=run.info, stopped=run.stopped, discrete=flags, column_types=types, levels=levels)
-    cands = model.info.get("candidates", {})
-    if cands:
-        def _one(name, v):
-            steps = (f" ({v['steps']} of {v['planned']} steps, {v['stop']}, best at {v.get('best_step')})"
-                     if "steps" in v else "")
-            return f"{name} {v['validation_ll']:.3f}{steps}"
-        run.info(f"validation LL (nats a row, {model.info['validation_rows']} rows): "
-                 + ", ".join(_one(k, v) for k, v in cands.items() if "validation_ll" in v)
-                 + f"; kept {model.info['chosen']}")
-    run.info(f"fitted {model.info.get('chosen', copula)} copula on {len(x)} rows x {len(names)} columns "
-             f"in {model.fit_seconds:.1f} s")
+    for line in model.fit_summary(len(x)):
+        run.info(line)
     tensors, metadata = model.to_tensors()
     run.write_artifact(tensors, KIND_MODEL, metadata=metadata, version=str(MODEL_VERSION))
 

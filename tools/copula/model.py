@@ -74,6 +74,23 @@ class CopulaModel:
     def gaussian_corr(self) -> np.ndarray:
         return guide_correlation(self.corr, self.ridge)
 
+    def fit_summary(self, rows: int) -> list[str]:
+        """What ``fit`` says when it ends: each candidate's validation log-likelihood (with its
+        steps and stopping reason) and which was kept, then the fitted copula's size and time."""
+        lines = []
+        candidates = self.info.get("candidates", {})
+        if candidates:
+            def one(name, v):
+                steps = (f" ({v['steps']} of {v['planned']} steps, {v['stop']}, best at {v.get('best_step')})"
+                         if "steps" in v else "")
+                return f"{name} {v['validation_ll']:.3f}{steps}"
+            lines.append(f"validation LL (nats a row, {self.info['validation_rows']} rows): "
+                         + ", ".join(one(k, v) for k, v in candidates.items() if "validation_ll" in v)
+                         + f"; kept {self.info['chosen']}")
+        lines.append(f"fitted {self.info.get('chosen', self.copula)} copula on {rows} rows x {self.dim} columns "
+                     f"in {self.fit_seconds:.1f} s")
+        return lines
+
     # ---------------------------------------------------------------- transforms
     def to_space(self, x: np.ndarray, source: str, target: str) -> np.ndarray:
         """(rows, d) values in space ``source`` -> ``target`` (data, cube or gaussian).
