@@ -360,8 +360,13 @@ def collect_windows(recordings, prep: "Preprocessing", stride: float | None = No
                     max_windows: int = 0) -> np.ndarray:
     """Every window of ``recordings`` in memory, (N, C, P, L) float32 in 100 uV; at most
     ``max_windows`` evenly spaced ones (0 = all). At least 2 windows (training needs a pair)."""
-    x = [b.x for b in iter_windows(recordings, prep, stride, 64)]
-    x = np.concatenate(x) if x else np.zeros((0,))
+    return training_set([b.x for b in iter_windows(recordings, prep, stride, 64)], prep, max_windows)
+
+
+def training_set(parts: list, prep: "Preprocessing", max_windows: int = 0) -> np.ndarray:
+    """Window batches ``parts`` as one array (N, C, P, L); at most ``max_windows`` evenly spaced
+    ones (0 = all); at least 2 windows (training needs a pair), else a one-line error."""
+    x = np.concatenate(parts) if parts else np.zeros((0,))
     if len(x) < 2:
         raise CortexError(f"training needs at least 2 windows of {prep.window_seconds:g} s, "
                           f"the recordings give {len(x)}")

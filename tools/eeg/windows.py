@@ -108,17 +108,10 @@ class WindowCut:
     def training_windows(self, paths, max_windows: int = 0):
         """(x, high): every window of ``paths`` as one array (N, C, P, L) in 100 uV, at most
         ``max_windows`` of them evenly spread, and the share with |x| >= 100 uV."""
-        import numpy as np
-
         tracker, batches = self.stream(paths)
         parts = [b.x for b in batches]
         self.check_found(tracker.items)
-        x = np.concatenate(parts) if parts else np.zeros((0,))
-        if len(x) < 2:
-            raise CortexError(f"training needs at least 2 windows of {self.prep.window_seconds:g} s, "
-                              f"the recordings give {len(x)}")
-        if max_windows and len(x) > max_windows:
-            x = x[np.linspace(0, len(x) - 1, max_windows).round().astype(int)]
+        x = eeg.training_set(parts, self.prep, max_windows)
         high = float(eeg.high_amplitude(x, self.prep).mean())
         seconds = x.shape[2] * self.prep.patch_size / self.prep.sfreq
         self.log.info(f"{len(x)} training windows of {seconds:g} s; {100 * high:.1f}% with |x| >= 100 uV")
