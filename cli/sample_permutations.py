@@ -151,15 +151,10 @@ def fit(run, data, kind, representation, reference, condition, context_file, ite
                                                         patience, val_nfe),
                            d_model, layers, heads, ff, dropout, has_context_file=context_file is not None,
                            item_prior=item_prior)
-    orders = io.load_orders(data, api.replace(pop_input(kwargs), group=group))
-    if condition == "items" and orders.items is None:
-        raise CortexError(f"{data}: --condition items needs per-row item ids (a rating table or a "
-                          "permutations artifact with an 'items' tensor)")
+    orders, context = io.training_rows(data, api.replace(pop_input(kwargs), group=group), condition,
+                                       context_file)
     for note in orders.notes:
         run.info(note)
-    context = None
-    if condition == "features":
-        context = io.read_context(context_file, len(orders.orderings))
     fitted = api.fit(config, orders.orderings,
                      reference=io.parse_reference(reference, orders.orderings.shape[1]), items=orders.items,
                      context=context, context_name=context_file, groups=orders.groups, seed=run.seed, device=run.device,

@@ -104,32 +104,15 @@ def simulate(run, task, fidelity, simulator, simulator_cmd, prior_path, num_simu
              timeout, partial):
     """Run a simulator on parameters from the prior, a truncated proposal or a file."""
     from cortexkit.tools import npe
-    from cortexkit.tools.npe import io as npe_io
 
     spec = npe.simulator_spec(task, fidelity, simulator, simulator_cmd)
-    prior = npe_io.read_prior(prior_path, task)
-    post = None
-    if proposal:
-        post, post_art = _read_posterior(run, proposal)
-        prior = prior or post.prior
-        if not x_o_path and "x_o" not in post_art.tensors:
-            raise CortexError("--proposal needs --x-o FILE (the observation the truncation is for)")
-    config = npe.SimulateConfig(chunk_size, workers, timeout, npe.parse_shard(shard), run.seed or 0,
-                                scheduler=scheduler)
     if scheduler and workers > 1:
         raise CortexError("give --workers or --scheduler, not both: with --scheduler the cluster's workers run the chunks")
+    config = npe.SimulateConfig(chunk_size, workers, timeout, npe.parse_shard(shard), run.seed or 0,
+                                scheduler=scheduler)
+    theta, prior = _parameters(run, task, prior_path, proposal, theta_path, x_o_path, observation, num_simulations,
+                               quantile, truncation_samples)
     resume = run.read_artifact(resume_path, SIM_KIND) if resume_path else None
-    if theta_path:
-        src = run.read_artifact(theta_path)
-        theta = npe_io.theta_from_artifact(src)
-        prior = prior or npe_io.prior_from_artifact(src)
-        if prior is not None:
-            npe_io.check_in_prior(src.source, theta, prior, "theta row")
-    else:
-        proposal_x_o = post is not None and num_simulations  # (without -n, draw_parameters says so first)
-        x_o = _proposal_observation(run, post, post_art, x_o_path, observation) if proposal_x_o else None
-        theta = npe.draw_parameters(prior, num_simulations, run.torch_generator(), posterior=post, x_o=x_o,
-                                    quantile=quantile, truncation_samples=truncation_samples, log=run)
     try:
         result = npe.simulate(spec, theta, config, prior, log=run, resume=resume)
     except npe.PartialFailure as failure:
@@ -139,6 +122,33 @@ def simulate(run, task, fidelity, simulator, simulator_cmd, prior_path, num_simu
             raise
         _keep_partial(run, partial, stop.partial, stop)
     run.write_artifact(result.tensors, SIM_KIND, metadata=result.metadata)
+
+
+def _parameters(run, task, prior_path, proposal, theta_path, x_o_path, observation, num_simulations, quantile,
+                truncation_samples):
+    """(theta, prior) of a simulate run: --theta's rows (checked against the prior), else draws from the
+    prior or from a --proposal posterior truncated at its observation."""
+    from cortexkit.tools import npe
+    from cortexkit.tools.npe import io as npe_io
+
+    prior = npe_io.read_prior(prior_path, task)
+    post = post_art = None
+    if proposal:
+        post, post_art = _read_posterior(run, proposal)
+        prior = prior or post.prior
+        if not x_o_path and "x_o" not in post_art.tensors:
+            raise CortexError("--proposal needs --x-o FILE (the observation the truncation is for)")
+    if theta_path:
+        src = run.read_artifact(theta_path)
+        theta = npe_io.theta_from_artifact(src)
+        prior = prior or npe_io.prior_from_artifact(src)
+        if prior is not None:
+            npe_io.check_in_prior(src.source, theta, prior, "theta row")
+        return theta, prior
+    proposal_x_o = post is not None and num_simulations  # (without -n, draw_parameters says so first)
+    x_o = _proposal_observation(run, post, post_art, x_o_path, observation) if proposal_x_o else None
+    return npe.draw_parameters(prior, num_simulations, run.torch_generator(), posterior=post, x_o=x_o,
+                               quantile=quantile, truncation_samples=truncation_samples, log=run), prior
 
 
 def _proposal_observation(run, post, post_art, x_o_path, observation):

@@ -64,6 +64,19 @@ def load_rows(model: PermutationModel, source, options: OrderOptions,
     return orders, row_items(model, orders, source) if items else None
 
 
+def training_rows(source, options: OrderOptions, condition: str = "none",
+                  context_file=None) -> tuple[Orders, torch.Tensor | None]:
+    """What ``fit`` trains on: the orders of ``source`` and, with ``condition='features'``, the
+    per-row context read from ``context_file``; refuses ``condition='items'`` on rows without item
+    ids before any work."""
+    orders = load_orders(source, options)
+    if condition == "items" and orders.items is None:
+        raise CortexError(f"{source}: --condition items needs per-row item ids (a rating table or a "
+                          "permutations artifact with an 'items' tensor)")
+    context = read_context(context_file, len(orders.orderings)) if condition == "features" else None
+    return orders, context
+
+
 def read_evidence(source, n: int) -> torch.Tensor:
     """Per-row evidence ``(rows, r)`` int64 padded with -1 (``sample --given-file``), checked
     against ``n`` before any work: a safetensors file (any kind) holding a ``given`` tensor, a
