@@ -128,7 +128,8 @@ method_options = option_set(
                  help="Target (sqrt(m)+sqrt(n)) std(W): a number for every layer, or fan "
                  "(1 + sqrt(m/n) per layer: unit gain), fan-act (fan / rms of the activation), "
                  "fan-sqrt-act (fan / the square root of that rms); -readout after either sets "
-                 "the output layer to fan / 8 (fan-act) or fan / 3 (fan-sqrt-act)."),
+                 "the output layer to fan / 8 (fan-act) or fan / 3 (fan-sqrt-act); fan-free-readout "
+                 "leaves the output layer unnormalised."),
     click.option("--weight-clip", type=positive, default=None,
                  help="Clamp weights to [-C, C] after normalisation (off by default)."),
     click.option("--steps", type=Size(min=0, max=MAX_STEPS, what="inference steps"), default=None,
