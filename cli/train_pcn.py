@@ -128,7 +128,8 @@ method_options = option_set(
                  help="Target (sqrt(m)+sqrt(n)) std(W): a number for every layer, or fan "
                  "(1 + sqrt(m/n) per layer: unit gain), fan-act (fan / rms of the activation), "
                  "fan-sqrt-act (fan / the square root of that rms); -readout after either sets "
-                 "the output layer to fan / 8 (fan-act) or fan / 3 (fan-sqrt-act)."),
+                 "the output layer to fan / 8 (fan-act) or fan / 3 (fan-sqrt-act); fan-free-readout "
+                 "leaves the output layer unnormalised."),
     click.option("--weight-clip", type=positive, default=None,
                  help="Clamp weights to [-C, C] after normalisation (off by default)."),
     click.option("--steps", type=Size(min=0, max=MAX_STEPS, what="inference steps"), default=None,
@@ -265,9 +266,14 @@ def _plot(run, path, history, trace):
     plt.close(fig)
 
 
+# the method may trail its first-try baseline by this much top-1 (issue 31's bar) before train warns
+BASELINE_TOLERANCE = 0.005
+
+
 def _baseline_check(run, model, spec, cfg, baseline, images, labels, held, common):
     """Train --baseline on the same images and options, score both on the held-out split, warn
-    when the method loses by more than half a point; the record stored in the artifact."""
+    once when the method loses by more than BASELINE_TOLERANCE; the record stored in the
+    artifact (pcn.baseline) and in the last --log record (baseline)."""
     from cortexkit.tools.pcn import api
 
     if baseline == "none":
@@ -285,10 +291,12 @@ def _baseline_check(run, model, spec, cfg, baseline, images, labels, held, commo
     method = {"meta-pcn": "Meta-PCN", "pc": "PC", "ipc": "iPC", "bp": "BP"}[cfg.method]
     run.info(f"validation ({len(held[1])} held-out training images), forward-pass top-1: "
              f"{method} {100 * ours:.2f} % vs {name} {100 * theirs:.2f} %")
-    if ours < theirs - 0.005:
-        run.warn(f"{name} beats {method} on the validation images by {100 * (theirs - ours):.2f} "
-                 f"points: compare --method bp{' --weight-norm' if baseline == 'bp+wn' else ''} "
-                 "on your test set before relying on this model")
+    if ours < theirs - BASELINE_TOLERANCE:
+        run.warn(f"{name} beats {method} on the {len(held[1])} validation images, "
+                 f"{100 * theirs:.2f} % vs {100 * ours:.2f} % (more than "
+                 f"{100 * BASELINE_TOLERANCE:g} points): compare --method bp"
+                 f"{' --weight-norm' if baseline == 'bp+wn' else ''} on your test set before "
+                 "relying on this model")
     return {"baseline": baseline, "validation_images": int(len(held[1])),
             "method_top1": round(ours, 4), "baseline_top1": round(theirs, 4)}
 
@@ -351,6 +359,8 @@ def train(run, data, split, test_data, test_split, limit, log, checkpoint, plot,
         figures["test_top1"] = round(last.test_top1, 4)
     run.stopped("train", len(result.history), cfg.epochs, "epochs", "completed", **figures)
     check = _baseline_check(run, model, spec, cfg, baseline, images, labels, held, common)
+    if log and check and model.history:
+        run.write_report([*model.history[:-1], {**model.history[-1], "baseline": check}], log)
     if distributed.rank() == 0:
         run.write_artifact(api.model_tensors(model), KIND_MODEL, version=str(MODEL_VERSION),
                            metadata={**api.model_metadata(model, result.trace),

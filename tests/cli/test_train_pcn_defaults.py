@@ -122,7 +122,7 @@ def test_the_method_is_scored_beside_its_baseline_and_a_loss_is_warned(cli, tmp_
     assert len(held) == 21 and len(np.intersect1d(fit, held)) == 0  # 7 of each class of 66-67
     assert check["baseline"] == "bp+wn" and check["validation_images"] == len(held)
     assert check["baseline_top1"] >= check["method_top1"] + 0.2, check
-    assert "BP + WN beats Meta-PCN on the validation images" in p.stderr
+    assert f"BP + WN beats Meta-PCN on the {len(held)} validation images" in p.stderr
 
     write_set(tmp_path / "held.st", images[held], labels[held])
     pred = cli(TOOL, "predict", tmp_path / "pc.st", tmp_path / "held.st", "-o", tmp_path / "pred.csv")
@@ -135,3 +135,47 @@ def test_the_method_is_scored_beside_its_baseline_and_a_loss_is_warned(cli, tmp_
                 tmp_path / "none.st")
     assert quiet.returncode == 0 and "baseline" not in quiet.stderr, quiet.stderr
     assert "pcn.baseline" not in read_artifact(str(tmp_path / "none.st")).metadata
+
+
+def test_baseline_figure_is_a_separate_bp_run_and_the_warning_fires_once(cli, tmp_path):
+    """The default baseline of a default Meta-PCN run is plain BP (its gradients are BP + WN's):
+    its stored figure is that of plain BP trained by itself on the same fit split with the same
+    options and seed, scored on the held-out split; a crippled method (--steps 1 at depth 12: the
+    first layers get no error) is warned about once, with both figures, and the last --log record
+    holds the same check; the default settings that win (or tie) are not warned about."""
+    from cortexkit.formats.artifact import read_artifact
+    from cortexkit.tools.pcn.api import validation_split
+
+    images, labels = make_images(200, seed=3)
+    train = write_set(tmp_path / "train.st", images, labels)
+    common = ["--depth", "12", "--width", "16", "--epochs", "6", "--batch-size", "20", "--lr",
+              "0.01", "--seed", "4"]
+    lose = cli(TOOL, "train", train, *common, "--steps", "1", "--baseline", "bp", "--log",
+               tmp_path / "lose.yaml", "-o", tmp_path / "lose.st")
+    assert lose.returncode == 0, lose.stderr
+    check = read_artifact(str(tmp_path / "lose.st")).meta_json("pcn.baseline")
+    assert check["baseline"] == "bp" and check["baseline_top1"] >= check["method_top1"] + 0.2
+    warned = [line for line in lose.stderr.splitlines() if "beats Meta-PCN" in line]
+    assert len(warned) == 1 and "warning:" in warned[0], lose.stderr
+    assert (f"{100 * check['baseline_top1']:.2f} % vs {100 * check['method_top1']:.2f} %"
+            in warned[0]), warned
+    assert yaml.safe_load((tmp_path / "lose.yaml").read_text())[-1]["baseline"] == check
+
+    # plain BP by itself on the fit split (same options and seed), scored on the held-out split
+    fit, held = validation_split(labels, 0.1, 4)
+    write_set(tmp_path / "fit.st", images[fit], labels[fit])
+    write_set(tmp_path / "held.st", images[held], labels[held])
+    bp = cli(TOOL, "train", tmp_path / "fit.st", *common, "--method", "bp", "-o", tmp_path / "bp.st")
+    assert bp.returncode == 0, bp.stderr
+    pred = cli(TOOL, "predict", tmp_path / "bp.st", tmp_path / "held.st", "-o",
+               tmp_path / "bp.csv")
+    assert pred.returncode == 0, pred.stderr
+    predicted = np.loadtxt(tmp_path / "bp.csv", delimiter=",", skiprows=1, usecols=0, ndmin=1)
+    assert check["baseline_top1"] == pytest.approx(float((predicted == labels[held]).mean()),
+                                                   abs=1e-4)
+
+    win = cli(TOOL, "train", train, *common, "-o", tmp_path / "win.st")
+    assert win.returncode == 0, win.stderr
+    check = read_artifact(str(tmp_path / "win.st")).meta_json("pcn.baseline")
+    assert check["baseline"] == "bp" and check["method_top1"] >= check["baseline_top1"] - 0.005
+    assert "warning" not in win.stderr and "BP" in win.stderr, win.stderr

@@ -10,7 +10,7 @@ from torch import nn
 
 from cortexkit.tools.pcn.defaults import BLOCKS, block_count, default_steps
 from cortexkit.tools.pcn.network import Network, NetworkSpec, build_network, weight_layers
-from cortexkit.tools.pcn.train import activation_gain, layer_gains, normalize_weights
+from cortexkit.tools.pcn.train import activation_gain, layer_gains, normalize_weights, spectral_proxy
 
 SPECS = [NetworkSpec("mlp", (1, 28, 28), 10, width=64, depth=6),
          NetworkSpec("vgg7", (3, 32, 32), 10, width_scale=1 / 8),
@@ -112,6 +112,22 @@ def test_gain_rules_between_fan_and_fan_act(spec):
     assert both[:-1] == pytest.approx(half[:-1]) and both[-1] == pytest.approx(fan[-1] / 3)
     with pytest.raises(ValueError, match="unknown weight-norm gain rule 'fan-half'"):
         layer_gains(net, "fan-half")
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.arch for s in SPECS])
+def test_fan_free_readout_leaves_the_output_layer_unnormalised(spec):
+    """fan-free-readout (pcn14 candidate): fan's gain on every layer but the output one, whose
+    weights normalize_weights leaves as they are (its norm is learnt, as plain BP's)."""
+    net = build_network(spec)
+    gains = layer_gains(net, "fan-free-readout")
+    assert gains[-1] is None and gains[:-1] == pytest.approx(layer_gains(net, "fan")[:-1])
+    layers = weight_layers(net)
+    out = layers[-1].weight
+    before = out.detach().clone()
+    out.data.mul_(3.0)
+    normalize_weights(net, "fan-free-readout")
+    assert torch.equal(out.detach(), 3.0 * before)
+    assert spectral_proxy(layers[0].weight) == pytest.approx(gains[0], rel=1e-5)
 
 
 @torch.no_grad()

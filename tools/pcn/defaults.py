@@ -22,9 +22,11 @@ from __future__ import annotations
 BLOCKS = {"vgg5": 5, "vgg7": 7, "vgg9": 9, "vgg11": 11, "vgg13": 13, "resnet18": 10}
 
 # per-layer gain rules: 1 + sqrt(m/n) times (1 / rms(phi))^p for the layers that feed the
-# activation phi and times s for the output layer; (p, s) of each rule
+# activation phi and times s for the output layer; (p, s) of each rule; s None: the output
+# layer is not normalised (its norm is learnt, as plain BP's)
 GAIN_RULE_PARAMS = {"fan": (0.0, 1.0), "fan-act": (1.0, 1.0), "fan-sqrt-act": (0.5, 1.0),
-                    "fan-act-readout": (1.0, 0.125), "fan-sqrt-act-readout": (0.5, 1 / 3)}
+                    "fan-act-readout": (1.0, 0.125), "fan-sqrt-act-readout": (0.5, 1 / 3),
+                    "fan-free-readout": (0.0, None)}
 GAIN_RULES = tuple(GAIN_RULE_PARAMS)
 DEFAULT_GAIN = "fan"
 PC_STATE_LR = 0.1

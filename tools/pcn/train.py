@@ -106,12 +106,13 @@ def activation_gain(name: str) -> float:
 
 
 def layer_gains(net: Network, gain: float | str, act_power: float | None = None,
-                out_scale: float | None = None) -> list[float]:
+                out_scale: float | None = None) -> list[float | None]:
     """The target (sqrt(m)+sqrt(n)) std(W) of every weight layer (order of
     :func:`weight_layers`): ``gain`` itself when a number, else the rule of that name: 1 + sqrt(m/n)
     times (1 / rms(phi))^p for a layer that feeds the activation phi and times s for the output
     layer, (p, s) the rule's (:data:`GAIN_RULE_PARAMS`: fan (0, 1), fan-act (1, 1),
-    fan-sqrt-act (0.5, 1), fan-act-readout (1, 1/8), fan-sqrt-act-readout (0.5, 1/3)).
+    fan-sqrt-act (0.5, 1), fan-act-readout (1, 1/8), fan-sqrt-act-readout (0.5, 1/3),
+    fan-free-readout (0, None): None for the output layer, which is then not normalised).
     ``act_power`` / ``out_scale`` (benchmarks only) override p and s."""
     layers = weight_layers(net)
     if not isinstance(gain, str):
@@ -128,6 +129,9 @@ def layer_gains(net: Network, gain: float | str, act_power: float | None = None,
         m, n = fan_out_in(layer.weight)
         # every layer but the output one feeds an activation (the shortcut of a residual
         # block too: it is added before act2)
+        if id(layer) in out_ids and out_scale is None:
+            gains.append(None)
+            continue
         gains.append((1 + math.sqrt(m / n)) * (out_scale if id(layer) in out_ids else act))
     return gains
 
@@ -141,7 +145,7 @@ def normalize_weights(net: Network, gain: float | str = 1.0, clip: float | None 
         weight = layer.weight
         m, n = fan_out_in(weight)
         std = weight.std(unbiased=False)
-        if std > 0:
+        if target is not None and std > 0:  # None: a rule that leaves the output layer free
             weight.mul_(target / ((math.sqrt(m) + math.sqrt(n)) * std))
         if clip is not None:
             weight.clamp_(-clip, clip)
