@@ -83,6 +83,10 @@ train_options = option_set(
                  help="Clip each example's gradient as a whole to --clip (the paper's step), or its loss part "
                       "and its rate-constraint part to half of --clip each; either way one example moves the "
                       "sum by at most --clip, so the noise and epsilon are the same."),
+    click.option("--average-from", type=Float(0, 1, max_open=True), default=0.0, show_default=True,
+                 help="The averaged iterate (--iterate average) is the mean of the iterates after this share "
+                      "of the steps: 0 all of them (the paper's uniform average), 0.5 the last half (a suffix "
+                      "average; post-processing, same epsilon)."),
     click.option("--non-private", is_flag=True,
                  help="sigma 0, no Laplace noise, no clipping: non-private SGDA (epsilon infinite)."),
     click.option("--allow-small-groups", is_flag=True,
@@ -169,7 +173,7 @@ def _resolve_train(ctx) -> dict[str, str]:
 # left out of --help (shown by --help-all and the man page): the paper's hyperparameters
 ADVANCED_TRAIN = ("positive_label", "max_steps", "laplace_b", "count_epsilon", "batch_size", "clip", "lr_dual", "dual_update",
                   "dual_momentum", "dual_max", "temperature", "hidden", "no_standardize", "histogram_batch",
-                  "dual_rates", "clip_split", "allow_small_groups", "validation", "validation_epsilon")
+                  "dual_rates", "clip_split", "average_from", "allow_small_groups", "validation", "validation_epsilon")
 
 
 @verb(group, "train", output="artifact", torch_options=True, advanced=ADVANCED_TRAIN, resolve=_resolve_train)
@@ -211,7 +215,7 @@ def train(run, table, **options):
 
 iterate_option = click.option(
     "--iterate", type=click.Choice(["last", "average"]), default="average", show_default=True,
-    help="Which parameters: the last iterate or the average of all iterates.")
+    help="Which parameters: the last iterate or the averaged one (train's --average-from).")
 categorical_option = click.option(
     "--categorical", default="", metavar="COL[,COL]",
     help="Numerically coded columns to read as categories (as given to train).")

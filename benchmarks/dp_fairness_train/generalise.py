@@ -51,6 +51,8 @@ def main():
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--dual-rates", default="hard", choices=["hard", "soft"])
+    ap.add_argument("--average-from", type=float, default=0.0,
+                    help="the averaged iterate's window (train --average-from; 0: the uniform average)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the unconstrained run")
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args()
@@ -63,7 +65,7 @@ def main():
         for seed in range(args.seeds):
             cfg = dpfair.TrainConfig(label=label, sensitive=[sensitive], gamma=gamma or 0.05, epsilon=args.epsilon,
                                      constraint="none" if gamma is None else "demographic-parity", validation=0,
-                                     dual_rates=args.dual_rates)
+                                     dual_rates=args.dual_rates, average_from=args.average_from)
             t0 = time.perf_counter()
             plan = dpfair.plan(tr, cfg, seed=seed)
             fitted = dpfair.train(tr, cfg, plan, seed=seed)
@@ -87,7 +89,8 @@ def main():
             rows.append(row)
             print(yaml.safe_dump([row], sort_keys=False), flush=True)
     Path(args.output).write_text(yaml.safe_dump({"dataset": args.dataset, "epsilon": args.epsilon,
-                                                 "dual_rates": args.dual_rates, "rows": rows},
+                                                 "dual_rates": args.dual_rates,
+                                                 "average_from": args.average_from, "rows": rows},
                                                 sort_keys=False))
 
 

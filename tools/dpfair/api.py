@@ -94,6 +94,8 @@ class TrainConfig:
     histogram_batch: str = "independent"
     dual_rates: str = "hard"            # the released histogram (dual step, denominators) counts argmax predictions
     clip_split: str = "joint"           # clip CE + rate term as a whole to C, or each part to C / 2 ("separate")
+    average_from: float = 0.0           # the averaged iterate: the mean of the last (1 - average_from) of the
+                                        # iterates (0: all of them, the paper's uniform average)
     non_private: bool = False
     allow_small_groups: bool = False    # train although a group's noisy count is mostly noise
     validation: float = VALIDATION_FRACTION   # share of rows held out to score the baselines (0: none)
@@ -490,7 +492,8 @@ def train(table: Columns, config: TrainConfig, plan_: Plan | None = None, *, see
         lr_dual=p.lr_dual, dual_update=config.dual_update, dual_momentum=config.dual_momentum,
         dual_max=config.dual_max, temperature=config.temperature, record_every=25 if log else 0,
         histogram_batch=config.histogram_batch, dual_rates=config.dual_rates, clip_split=config.clip_split,
-        tol=NONPRIVATE_TOL if config.non_private and ledger.sampling_rate >= 1 else 0.0)
+        tol=NONPRIVATE_TOL if config.non_private and ledger.sampling_rate >= 1 else 0.0,
+        average_from=config.average_from)
     generator = torch.Generator()
     generator.manual_seed(seed + generator_offset)
 
@@ -520,7 +523,8 @@ def train(table: Columns, config: TrainConfig, plan_: Plan | None = None, *, see
         "dpfair.model": {"kind": config.model_kind, "hidden": p.hidden, "n_features": int(features.shape[1]),
                          "label": p.label, "classes": p.classes, "sensitive": p.sensitive,
                          "temperature": config.temperature, "feature_names": p.encoder.feature_names,
-                         "lr": p.lr, "lr_dual": p.lr_dual if p.constraints is not None else None},
+                         "lr": p.lr, "lr_dual": p.lr_dual if p.constraints is not None else None,
+                         "average_from": config.average_from},
         "dpfair.encoder": p.encoder.to_dict(),
         "dpfair.constraints": p.constraints.to_dict() if p.constraints is not None else None,
         "dpfair.ledger": _json_ledger(ledger.to_dict()),

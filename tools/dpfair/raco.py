@@ -69,6 +69,9 @@ class RacoConfig:
     clip_split: str = "joint"       # clip CE + B R as a whole to C, or "separate": each part to C / 2
     tol: float = 0.0                # > 0 (noise-free runs only): stop once the mean gradient's norm and the
                                     # dual gradient's clipped move are below it ("converged")
+    average_from: float = 0.0       # the averaged iterate is the mean of theta_t, lambda_t for t > floor(
+                                    # average_from * steps): 0 the uniform average of all T (the paper's),
+                                    # 0.5 the last half (a suffix average: post-processing, no privacy cost)
 
     def __post_init__(self):
         if self.histogram_batch not in HISTOGRAM_BATCHES:
@@ -84,6 +87,8 @@ class RacoConfig:
             raise ValueError("need sigma >= 0, clip_norm > 0, laplace_b > 0")
         if not (0 < self.sampling_rate <= 1):
             raise ValueError("sampling rate must be in (0, 1]")
+        if not (0 <= self.average_from < 1):
+            raise ValueError(f"average_from must be in [0, 1), got {self.average_from}")
         if self.sigma > 0 and math.isinf(self.clip_norm):
             raise ValueError("Gaussian noise needs a finite clip norm (noise std is sigma * C)")
 
@@ -228,6 +233,12 @@ def clipped_sum_linear(params: dict[str, torch.Tensor], layers: list[tuple[str, 
     return sums
 
 
+def average_start(steps: int, average_from: float) -> int:
+    """0-based index of the first iterate in the average: floor(average_from * steps), at most steps - 1
+    (so the window always holds the last iterate). 0: the uniform average of all iterates."""
+    return min(int(math.floor(average_from * steps)), max(steps - 1, 0))
+
+
 def dual_step(dual: torch.Tensor, velocity: torch.Tensor, gradient: torch.Tensor, config: RacoConfig) -> tuple[torch.Tensor, torch.Tensor]:
     """Projected dual ascent on [0, dual_max] (heavy ball) or exponentiated gradient. Shapes (J,)."""
     if config.dual_update == "heavy-ball":
@@ -268,6 +279,7 @@ def train(model: nn.Module, features: torch.Tensor, labels: torch.Tensor, cells:
     n_classes = None
     result = TrainResult(params, avg, dual, dual_avg)
     violations = []                  # the released (noisy) Gamma - gamma of every step: post-processing
+    first_averaged = average_start(config.steps, config.average_from)   # 0-based t of the first averaged iterate
     if config.tol > 0 and (config.sigma > 0 or math.isfinite(config.laplace_b) or config.sampling_rate < 1):
         raise ValueError("a convergence tolerance needs the exact full-batch gradient (non-private, q = 1)")
 
@@ -317,9 +329,12 @@ def train(model: nn.Module, features: torch.Tensor, labels: torch.Tensor, cells:
         if use_rates:
             dual, velocity = dual_step(dual, velocity, dual_gradient, config)
             violations.append(dual_gradient)
-        # Uniform average of the iterates theta_1..theta_T (and lambda_1..lambda_T).
-        avg = {k: avg[k] + (params[k] - avg[k]) / (t + 1) for k in avg}
-        dual_avg = dual_avg + (dual - dual_avg) / (t + 1)
+        # Uniform average of the iterates theta_{s+1}..theta_T (and lambda_{s+1}..lambda_T), s = first_averaged
+        # (0: all of them, the paper's output; a suffix average leaves out the early iterates).
+        if t >= first_averaged:
+            m = t - first_averaged + 1
+            avg = {k: avg[k] + (params[k] - avg[k]) / m for k in avg}
+            dual_avg = dual_avg + (dual - dual_avg) / m
         result.batch_sizes.append(int(len(idx)))
         if config.record_every and ((t + 1) % config.record_every == 0 or t + 1 == config.steps):
             # no realised batch size here: it is a non-private count of the data
@@ -344,6 +359,9 @@ def train(model: nn.Module, features: torch.Tensor, labels: torch.Tensor, cells:
         # each step's histogram has its own Poisson batch and Laplace noise: near-independent draws
         sd = stacked.std(0, unbiased=True) if len(tail) > 1 else torch.full_like(result.violation_tail, math.inf)
         result.violation_tail_se = sd / math.sqrt(len(tail))
+    if result.steps_run <= first_averaged:
+        # stopped (converged) before the averaging window opened: the average is the iterate it stopped at
+        avg, dual_avg = dict(params), dual.clone()
     result.params_last, result.params_avg = params, avg
     result.dual_last, result.dual_avg = dual, dual_avg
     return result
