@@ -187,6 +187,56 @@ def test_features_pipe_into_dp_fairness_train(sh, capsys, trained, shared_data, 
     assert report["privacy"]["epsilon_spent"] <= 4
 
 
+def test_features_per_channel_parts_from_hand_built_tokens(sh, trained, shared_data, tmp_path):
+    """features --parts hist,mean,chmean,champ,chpow on hand-built tokens (issue 33, event probe):
+    chmean = the codebook vectors averaged over each channel's patches (their mean over channels =
+    mean), champ / chpow = the band means of what decode writes for the same tokens."""
+    from cortexkit.formats.artifact import encode
+    from cortexkit.formats.table import read_table
+
+    tok, _ = trained
+    run = shared_data / S001 / "S001R03.edf"
+    tokens, hand = tmp_path / "t.st", tmp_path / "hand.st"
+    proc = sh(f"cortexkit tokenize-eeg encode {tok} {run} --windows events --events T1,T2 "
+              f"--tmin 0 --tmax 4 -q -o {tokens}")
+    assert proc.returncode == 0, proc.stderr
+    art = read(tokens, "eeg-tokens")
+    w, c, p = art.tensors["token_t"].shape
+    grid = np.arange(w)[:, None, None] + 3 * np.arange(c)[None, :, None] + 5 * np.arange(p)[None, None, :]
+    hand_tokens = {"t": (grid % 16).astype(art.tensors["token_t"].dtype),
+                   "f": ((7 * grid + 1) % 16).astype(art.tensors["token_f"].dtype)}
+    tensors = {**art.tensors, "token_t": hand_tokens["t"], "token_f": hand_tokens["f"]}
+    hand.write_bytes(encode(tensors, art.metadata))
+    proc = sh(f"cortexkit tokenize-eeg features {tok} {hand} --parts hist,mean,chmean,champ,chpow "
+              f"-q -o {tmp_path / 'f.npz'} && cortexkit tokenize-eeg decode {tok} {hand} -q "
+              f"-o {tmp_path / 'd.st'}")
+    assert proc.returncode == 0, proc.stderr
+    table = read_table(tmp_path / "f.npz")
+    names = table.names
+    for prefix, count in (("hist_t_", 16), ("mean_f_", 32), ("chmean_t_", c * 32), ("chmean_f_", c * 32),
+                          ("champ_", 5 * c), ("chpow_", 5 * c)):
+        assert sum(n.startswith(prefix) for n in names) == count, prefix
+    model = read(tok, "eeg-tokenizer")
+    for s in "tf":
+        book = model.tensors[f"quantize_{s}.embedding"]
+        expected = book[hand_tokens[s]].mean(axis=2)  # (W, C, D)
+        got = table.matrix([f"chmean_{s}_{ch}_{d}" for ch in range(c) for d in range(32)])
+        np.testing.assert_allclose(got.reshape(w, c, 32), expected, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(table.matrix([f"mean_{s}_{d}" for d in range(32)]),
+                                   expected.mean(axis=1), rtol=1e-4, atol=1e-6)
+    decoded = read(tmp_path / "d.st")
+    freqs = np.fft.rfftfreq(200, 1 / 200)
+    bands = {"delta": (0.5, 4), "theta": (4, 8), "alpha": (8, 13), "beta": (13, 30), "gamma": (30, 45)}
+    power = np.abs(np.fft.rfft(decoded.tensors["signal"].astype(np.float64) / 100, axis=-1)) ** 2
+    amplitude = decoded.tensors["amplitude"][..., :101].astype(np.float64)
+    for band, (lo, hi) in bands.items():
+        inside = (freqs >= lo) & (freqs < hi)
+        np.testing.assert_allclose(table.matrix([f"chpow_{band}_{ch}" for ch in range(c)]),
+                                   np.log10(power[..., inside].mean(axis=(2, 3)) + 1e-12), atol=2e-4)
+        np.testing.assert_allclose(table.matrix([f"champ_{band}_{ch}" for ch in range(c)]),
+                                   amplitude[..., inside].mean(axis=(2, 3)), atol=2e-5)
+
+
 def test_array_recording_with_own_montage(capsys, trained, tmp_path):
     rng = np.random.default_rng(0)
     np.save(tmp_path / "rec.npy", rng.normal(0, 20, (3, 250 * 20)))
