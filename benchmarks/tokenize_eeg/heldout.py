@@ -15,7 +15,11 @@ event-locked linear probe against band power, and encode throughput against a pl
   of the executed left/right-fist runs R03, R07, R11 (T1 vs T2) and of every task run R03-R14 (task
   T1/T2 vs rest T0); token features (``features``' histograms and mean codes) vs log band power
   (5 bands x 19 channels), standardised logistic regression (C=0.1), leave-one-run-out balanced
-  accuracy. Only one subject is shipped, so there is no cross-subject figure.
+  accuracy. Only one subject is shipped, so there is no cross-subject figure. ``--feature-sets
+  'hist,mean;chmean;...'`` probes each set of ``features``' parts on the same windows and folds.
+* ``--split A`` / ``B`` (with ``--parts probe``): the tokenizer trains on study.py's choosing split
+  instead, and the probe runs over the task runs it does not train on, never R11-R14 (PROBE_RUNS;
+  the event-probe study in RESULTS.md).
 * speed: windows/s of ``encode``'s path (batched, SDPA, inference mode) against a plain PyTorch
   loop (one window at a time, attention written out, cdist argmin) on the trained tokenizer, the
   two interleaved over 3 rounds in this process (medians).

@@ -187,6 +187,7 @@ def test_features_pipe_into_dp_fairness_train(sh, capsys, trained, shared_data, 
     assert report["privacy"]["epsilon_spent"] <= 4
 
 
+@pytest.mark.slow
 def test_features_per_channel_parts_from_hand_built_tokens(sh, trained, shared_data, tmp_path):
     """features --parts hist,mean,chmean,champ,chpow on hand-built tokens (issue 33, event probe):
     chmean = the codebook vectors averaged over each channel's patches (their mean over channels =
