@@ -334,7 +334,8 @@ def test_event_windows_pipeline_into_dp_fairness_train(sh, capsys, trained, shar
     tokens, feats, model = tmp_path / "ev.st", tmp_path / "f.st", tmp_path / "m.st"
     proc = sh(f"cortexkit tokenize-eeg encode {tok} {' '.join(map(str, runs))} --windows events "
               f"--events T1,T2 --tmin 0 --tmax 4 -v | tee {tokens} "
-              f"| cortexkit tokenize-eeg features {tok} - -v | tee {feats} "
+              f"| cortexkit tokenize-eeg features {tok} - -v --parts hist,mean,chmean,champ,chpow "
+              f"| tee {feats} "
               f"| cortexkit dp-fairness-train train - --label label --drop source,window_start "
               f"--constraint none --epsilon 4 --steps 20 --batch-size 16 -q -o {model}")
     assert proc.returncode == 0, proc.stderr
@@ -353,16 +354,23 @@ def test_event_windows_pipeline_into_dp_fairness_train(sh, capsys, trained, shar
     assert f"{len(expected)} event windows of 4 s" in proc.stderr
     fitted = read(model, "dpfair-model").meta_json("dpfair.model")
     assert fitted["label"] == "label" and sorted(fitted["classes"]) == ["T1", "T2"]
+    # every part's columns reach the classifier (their names are valid table columns)
+    kinds = [name.split("_")[0] for name in fitted["feature_names"]]
+    assert {k: kinds.count(k) for k in set(kinds)} == {"hist": 32, "mean": 64, "chmean": 2 * 19 * 32,
+                                                        "champ": 5 * 19, "chpow": 5 * 19}
     # a 2.5-s window with a baseline: 3 patches, the last half padding, straight from recordings
     code, err = inproc(capsys, "tokenize-eeg", "features", tok, runs[0], "--windows", "events",
                        "--events", "T0", "--tmin=-0.5", "--tmax", "2", "--baseline", ",0",
-                       "-o", tmp_path / "t0.st")
+                       "--parts", "chmean,chpow", "-o", tmp_path / "t0.st")
     assert code == 0, err
     from cortexkit.formats.table import read_table
 
     table = read_table(tmp_path / "t0.st")
     kept = [o for o, _ in _event_onsets(runs[0], {"T0"}) if o - 0.5 >= 0]  # the one at 0 s starts early
     assert set(table.strings("label")) == {"T0"} and len(table) == len(kept) == 14
+    assert sum(n.startswith("chmean_") for n in table.names) == 2 * 19 * 32
+    assert sum(n.startswith("chpow_") for n in table.names) == 5 * 19 and "hist_t_0" not in table.names
+    assert np.isfinite(table.matrix([n for n in table.names if n.startswith("ch")])).all()
     np.testing.assert_allclose(table.matrix(["window_start"])[:, 0], np.array(kept) - 0.5, atol=1 / 200)
 
 
