@@ -556,3 +556,34 @@ def test_warm_start_default_is_the_measured_choice(cli, trained, shared_data, tm
     assert sum(c[chosen][0] <= c["base"][0] - 0.05 for c in cells) >= 3
     assert np.mean([c[chosen][1] for c in cells]) <= np.mean([c["base"][1] for c in cells])
     assert np.mean([c[chosen][2] for c in cells]) <= 1.5 * np.mean([c["base"][2] for c in cells])
+
+
+def test_features_parts_default_follows_the_probe_rule(sh):
+    """features --parts stays hist,mean: the event-probe study's files (benchmarks/tokenize_eeg/
+    RESULTS.md, rule written before the runs) give no passing candidate. Recomputed here from the
+    per-run balanced accuracies so that a changed file or rule shows."""
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2] / "benchmarks" / "tokenize_eeg"
+    files = sorted((root / "results" / "probe").glob("[AB]_parts_s[01].yaml"))
+    assert len(files) == 4
+    split_means, left_right = {}, {}
+    for path in files:
+        probe = yaml.safe_load(path.read_text())["probe"]
+        split = yaml.safe_load(path.read_text())["split"]
+        task, lr = probe["task_vs_rest"], probe["left_vs_right_fist"]
+        for name, score in task["sets"].items():
+            runs = np.mean(score["per_run"])
+            assert abs(runs - score["balanced_accuracy"]) < 1e-9
+            split_means.setdefault((name, split), []).append(runs - task["band_power"]["balanced_accuracy"])
+            left_right.setdefault(name, []).append(lr["sets"][name]["balanced_accuracy"])
+    candidates = ("chmean", "champ", "chpow", "chmean,champ,chpow", "hist,mean,chmean,champ,chpow")
+    passing = [c for c in candidates
+               if all(np.mean(split_means[(c, s)]) >= -0.02 for s in "AB")
+               and np.mean(left_right[c]) >= np.mean(left_right["hist,mean"]) - 0.02]
+    assert passing == []
+    proc = sh("cortexkit tokenize-eeg features --print-config")
+    assert proc.returncode == 0, proc.stderr
+    assert yaml.safe_load(proc.stdout)["parts"] == "hist,mean"
