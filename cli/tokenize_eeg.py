@@ -307,8 +307,8 @@ def evaluate_cmd(run, tokenizer, recordings, **reading):
       advanced=ADVANCED_RECORDING + ("parts", "precision"))
 @click.argument("tokenizer", metavar="TOKENIZER")
 @click.argument("inputs", nargs=-1, required=True, metavar="RECORDING...|TOKENS|-")
-@click.option("--parts", default="hist,mean", show_default=True, metavar="hist,mean",
-              help="Feature groups: token histograms and/or mean quantized vectors.")
+@click.option("--parts", default="hist,mean", show_default=True, metavar="PART,...",
+              help="Feature groups: hist, mean, chmean, champ, chpow (man page FILES).")
 @recording_options
 @precision_option
 def features_cmd(run, tokenizer, inputs, parts, precision, **reading):
@@ -332,8 +332,9 @@ def _parts(text):
     from cortexkit.formats.errors import CortexError
 
     parts = tuple(p.strip() for p in text.split(",") if p.strip())
-    if not parts or set(parts) - {"hist", "mean"}:
-        raise CortexError(f"--parts {text!r}: choose from hist,mean")
+    known = ("hist", "mean", "chmean", "champ", "chpow")  # analysis.FEATURE_PARTS (no torch here)
+    if not parts or set(parts) - set(known):
+        raise CortexError(f"--parts {text!r}: choose from {','.join(known)}")
     return parts
 
 

@@ -15,7 +15,11 @@ event-locked linear probe against band power, and encode throughput against a pl
   of the executed left/right-fist runs R03, R07, R11 (T1 vs T2) and of every task run R03-R14 (task
   T1/T2 vs rest T0); token features (``features``' histograms and mean codes) vs log band power
   (5 bands x 19 channels), standardised logistic regression (C=0.1), leave-one-run-out balanced
-  accuracy. Only one subject is shipped, so there is no cross-subject figure.
+  accuracy. Only one subject is shipped, so there is no cross-subject figure. ``--feature-sets
+  'hist,mean;chmean;...'`` probes each set of ``features``' parts on the same windows and folds.
+* ``--split A`` / ``B`` (with ``--parts probe``): the tokenizer trains on study.py's choosing split
+  instead, and the probe runs over the task runs it does not train on, never R11-R14 (PROBE_RUNS;
+  the event-probe study in RESULTS.md).
 * speed: windows/s of ``encode``'s path (batched, SDPA, inference mode) against a plain PyTorch
   loop (one window at a time, attention written out, cdist argmin) on the trained tokenizer, the
   two interleaved over 3 rounds in this process (medians).
@@ -42,7 +46,7 @@ from cortexkit.tools.eeg.train import TrainConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 from run import band_power, plain_encode  # noqa: E402
-from study import DATA, Batch, fit_tracking_best  # noqa: E402
+from study import DATA, SPLITS, Batch, fit_tracking_best  # noqa: E402
 from study import windows as fixed_windows  # noqa: E402
 
 def event_windows(run, prep):
@@ -66,16 +70,35 @@ def balanced_lorocv(per_run_x, per_run_y):
     return {"balanced_accuracy": float(np.mean(scores)), "per_run": [float(s) for s in scores]}
 
 
-def token_features(model, x):
+ALL_PARTS = ("hist", "mean", "chmean", "champ", "chpow")
+# the probe's runs per split: (task runs for task vs rest, left/right-fist runs). H: as 2026-12-04
+# (executed fist runs only); A/B (choosing, issue 33 event probe study): the task runs that split
+# does not train on, never R11-R14, with the imagined fist runs too so that left/right has >= 2 runs
+PROBE_RUNS = {"H": (tuple(range(3, 15)), (3, 7, 11)),
+              "A": ((7, 8, 9, 10), (7, 8)),
+              "B": ((3, 4, 5, 6, 7, 8), (3, 4, 7, 8))}
+
+
+def token_features(model, x, parts=None):
+    """-> (n, features) of ``features``' default parts, or {part: (n, features)} for ``parts``."""
     enc = api.encode_windows(model, [Batch(x[i:i + 32]) for i in range(0, len(x), 32)])
-    cols = api.features(model, enc.token_t, enc.token_f)
-    return np.stack([cols[k] for k in cols], axis=1)
+    if parts is None:
+        cols = api.features(model, enc.token_t, enc.token_f)
+        return np.stack([cols[k] for k in cols], axis=1)
+    cols = api.features(model, enc.token_t, enc.token_f, parts=parts)
+    by_part = {part: [v for k, v in cols.items() if k.split("_")[0] == part] for part in parts}
+    return {part: np.stack(v, axis=1) if v else np.zeros((len(x), 0), np.float32)
+            for part, v in by_part.items()}
 
 
-def probe(model, prep, log):
+def probe(model, prep, log, split="H", feature_sets=()):
+    """Token features vs band power; ``tokens``: ``features``' default parts; ``sets``: each
+    comma-separated set of parts in ``feature_sets`` on the same windows and folds."""
     out = {}
-    tasks = {"left_vs_right_fist_executed": ((3, 7, 11), {"T1": 0, "T2": 1}),
-             "task_vs_rest": (tuple(range(3, 15)), {"T0": 0, "T1": 1, "T2": 1})}
+    task_runs, fist_runs = PROBE_RUNS[split]
+    tasks = {"left_vs_right_fist_executed" if split == "H" else "left_vs_right_fist":
+             (fist_runs, {"T1": 0, "T2": 1}),
+             "task_vs_rest": (task_runs, {"T0": 0, "T1": 1, "T2": 1})}
     for name, (runs, classes) in tasks.items():
         xs, ys = [], []
         for r in runs:
@@ -88,6 +111,19 @@ def probe(model, prep, log):
                  "tokens": balanced_lorocv([token_features(model, x) for x in xs], ys)}
         entry["tokens_minus_band_power"] = (entry["tokens"]["balanced_accuracy"]
                                             - entry["band_power"]["balanced_accuracy"])
+        if feature_sets:
+            by_part = [token_features(model, x, ALL_PARTS) for x in xs]
+            entry["sets"] = {}
+            for text in feature_sets:
+                parts = text.split(",")
+                per_run = [np.concatenate([f[p] for p in parts if f[p].shape[1]], axis=1)
+                           for f in by_part]
+                score = balanced_lorocv(per_run, ys)
+                score["features"] = int(per_run[0].shape[1])
+                score["minus_band_power"] = (score["balanced_accuracy"]
+                                             - entry["band_power"]["balanced_accuracy"])
+                entry["sets"][text] = score
+                log(f"probe {name} {text}: {score['balanced_accuracy']:.3f}")
         out[name] = entry
         log(f"probe {name}: tokens {entry['tokens']['balanced_accuracy']:.3f} band power "
             f"{entry['band_power']['balanced_accuracy']:.3f}")
@@ -138,14 +174,21 @@ def main():
     parser.add_argument("--parts", default="recon,probe,speed")
     parser.add_argument("--validation-share", type=float, default=0.1,
                         help="train's share of the training windows held out for validation")
+    parser.add_argument("--split", default="H", choices=("H", "A", "B"),
+                        help="training runs as study.py's split (A/B: --parts probe only)")
+    parser.add_argument("--feature-sets", default="",
+                        help="';'-separated sets of features' parts probed beside the default")
     parser.add_argument("--cache", default="/tmp/eeg_study_cache")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     torch.set_num_threads(1)
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     prep = eeg.Preprocessing(patches=4)
-    train = fixed_windows(tuple(range(1, 11)), prep, args.cache)
-    test = fixed_windows((11, 12, 13, 14), prep, args.cache)
+    if args.split != "H" and args.parts != "probe":
+        parser.error("--split A/B trains on a choosing split: --parts probe only")
+    train_runs, test_runs = SPLITS[args.split]
+    train = fixed_windows(train_runs, prep, args.cache)
+    test = fixed_windows(test_runs, prep, args.cache)
     patches = int(np.prod(train.shape[:3]))
     preset = auto_preset(patches, "cpu")
     size = auto_codebook_size(patches)
@@ -162,7 +205,9 @@ def main():
                                warmup_epochs=min(5.0, args.epochs / 2)), **settings})
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     result = {"command": " ".join(sys.argv), "commit": commit, "seed": args.seed,
-              "train": "S001 R01-R10, 4-s windows", "test": "S001 R11-R14 (held out)",
+              "split": args.split, "train": f"S001 runs {list(train_runs)}, 4-s windows",
+              "test": "S001 R11-R14 (held out)" if args.split == "H" else
+              f"probe runs {list(PROBE_RUNS[args.split][0])} (choosing)",
               "train_windows": len(train), "test_windows": len(test), "preset": preset,
               "codebook_size": size, "train_config": tc.to_dict(), "model": model_keys}
     fit_index, validation_index = api.validation_split(len(train), args.validation_share)
@@ -200,7 +245,8 @@ def main():
             model.eval()
             log(f"best epoch {best_epoch}: {result['reconstruction_best_epoch']['tokenizer']}")
     if "probe" in args.parts:
-        result["probe"] = probe(model, prep, log)
+        result["probe"] = probe(model, prep, log, args.split,
+                                tuple(filter(None, args.feature_sets.split(";"))))
     if "speed" in args.parts:
         result["speed"] = speed(model, test[:64])
         log(f"speed: {result['speed']}")

@@ -187,6 +187,57 @@ def test_features_pipe_into_dp_fairness_train(sh, capsys, trained, shared_data, 
     assert report["privacy"]["epsilon_spent"] <= 4
 
 
+@pytest.mark.slow
+def test_features_per_channel_parts_from_hand_built_tokens(sh, trained, shared_data, tmp_path):
+    """features --parts hist,mean,chmean,champ,chpow on hand-built tokens (issue 33, event probe):
+    chmean = the codebook vectors averaged over each channel's patches (their mean over channels =
+    mean), champ / chpow = the band means of what decode writes for the same tokens."""
+    from cortexkit.formats.artifact import encode
+    from cortexkit.formats.table import read_table
+
+    tok, _ = trained
+    run = shared_data / S001 / "S001R03.edf"
+    tokens, hand = tmp_path / "t.st", tmp_path / "hand.st"
+    proc = sh(f"cortexkit tokenize-eeg encode {tok} {run} --windows events --events T1,T2 "
+              f"--tmin 0 --tmax 4 -q -o {tokens}")
+    assert proc.returncode == 0, proc.stderr
+    art = read(tokens, "eeg-tokens")
+    w, c, p = art.tensors["token_t"].shape
+    grid = np.arange(w)[:, None, None] + 3 * np.arange(c)[None, :, None] + 5 * np.arange(p)[None, None, :]
+    hand_tokens = {"t": (grid % 16).astype(art.tensors["token_t"].dtype),
+                   "f": ((7 * grid + 1) % 16).astype(art.tensors["token_f"].dtype)}
+    tensors = {**art.tensors, "token_t": hand_tokens["t"], "token_f": hand_tokens["f"]}
+    hand.write_bytes(encode(tensors, art.metadata))
+    proc = sh(f"cortexkit tokenize-eeg features {tok} {hand} --parts hist,mean,chmean,champ,chpow "
+              f"-q -o {tmp_path / 'f.npz'} && cortexkit tokenize-eeg decode {tok} {hand} -q "
+              f"-o {tmp_path / 'd.st'}")
+    assert proc.returncode == 0, proc.stderr
+    table = read_table(tmp_path / "f.npz")
+    names = table.names
+    for prefix, count in (("hist_t_", 16), ("mean_f_", 32), ("chmean_t_", c * 32), ("chmean_f_", c * 32),
+                          ("champ_", 5 * c), ("chpow_", 5 * c)):
+        assert sum(n.startswith(prefix) for n in names) == count, prefix
+    model = read(tok, "eeg-tokenizer")
+    for s in "tf":
+        book = model.tensors[f"quantize_{s}.embedding"]
+        expected = book[hand_tokens[s]].mean(axis=2)  # (W, C, D)
+        got = table.matrix([f"chmean_{s}_{ch}_{d}" for ch in range(c) for d in range(32)])
+        np.testing.assert_allclose(got.reshape(w, c, 32), expected, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(table.matrix([f"mean_{s}_{d}" for d in range(32)]),
+                                   expected.mean(axis=1), rtol=1e-4, atol=1e-6)
+    decoded = read(tmp_path / "d.st")
+    freqs = np.fft.rfftfreq(200, 1 / 200)
+    bands = {"delta": (0.5, 4), "theta": (4, 8), "alpha": (8, 13), "beta": (13, 30), "gamma": (30, 45)}
+    power = np.abs(np.fft.rfft(decoded.tensors["signal"].astype(np.float64) / 100, axis=-1)) ** 2
+    amplitude = decoded.tensors["amplitude"][..., :101].astype(np.float64)
+    for band, (lo, hi) in bands.items():
+        inside = (freqs >= lo) & (freqs < hi)
+        np.testing.assert_allclose(table.matrix([f"chpow_{band}_{ch}" for ch in range(c)]),
+                                   np.log10(power[..., inside].mean(axis=(2, 3)) + 1e-12), atol=2e-4)
+        np.testing.assert_allclose(table.matrix([f"champ_{band}_{ch}" for ch in range(c)]),
+                                   amplitude[..., inside].mean(axis=(2, 3)), atol=2e-5)
+
+
 def test_array_recording_with_own_montage(capsys, trained, tmp_path):
     rng = np.random.default_rng(0)
     np.save(tmp_path / "rec.npy", rng.normal(0, 20, (3, 250 * 20)))
@@ -283,7 +334,8 @@ def test_event_windows_pipeline_into_dp_fairness_train(sh, capsys, trained, shar
     tokens, feats, model = tmp_path / "ev.st", tmp_path / "f.st", tmp_path / "m.st"
     proc = sh(f"cortexkit tokenize-eeg encode {tok} {' '.join(map(str, runs))} --windows events "
               f"--events T1,T2 --tmin 0 --tmax 4 -v | tee {tokens} "
-              f"| cortexkit tokenize-eeg features {tok} - -v | tee {feats} "
+              f"| cortexkit tokenize-eeg features {tok} - -v --parts hist,mean,chmean,champ,chpow "
+              f"| tee {feats} "
               f"| cortexkit dp-fairness-train train - --label label --drop source,window_start "
               f"--constraint none --epsilon 4 --steps 20 --batch-size 16 -q -o {model}")
     assert proc.returncode == 0, proc.stderr
@@ -302,16 +354,23 @@ def test_event_windows_pipeline_into_dp_fairness_train(sh, capsys, trained, shar
     assert f"{len(expected)} event windows of 4 s" in proc.stderr
     fitted = read(model, "dpfair-model").meta_json("dpfair.model")
     assert fitted["label"] == "label" and sorted(fitted["classes"]) == ["T1", "T2"]
+    # every part's columns reach the classifier (their names are valid table columns)
+    kinds = [name.split("_")[0] for name in fitted["feature_names"]]
+    assert {k: kinds.count(k) for k in set(kinds)} == {"hist": 32, "mean": 64, "chmean": 2 * 19 * 32,
+                                                        "champ": 5 * 19, "chpow": 5 * 19}
     # a 2.5-s window with a baseline: 3 patches, the last half padding, straight from recordings
     code, err = inproc(capsys, "tokenize-eeg", "features", tok, runs[0], "--windows", "events",
                        "--events", "T0", "--tmin=-0.5", "--tmax", "2", "--baseline", ",0",
-                       "-o", tmp_path / "t0.st")
+                       "--parts", "chmean,chpow", "-o", tmp_path / "t0.st")
     assert code == 0, err
     from cortexkit.formats.table import read_table
 
     table = read_table(tmp_path / "t0.st")
     kept = [o for o, _ in _event_onsets(runs[0], {"T0"}) if o - 0.5 >= 0]  # the one at 0 s starts early
     assert set(table.strings("label")) == {"T0"} and len(table) == len(kept) == 14
+    assert sum(n.startswith("chmean_") for n in table.names) == 2 * 19 * 32
+    assert sum(n.startswith("chpow_") for n in table.names) == 5 * 19 and "hist_t_0" not in table.names
+    assert np.isfinite(table.matrix([n for n in table.names if n.startswith("ch")])).all()
     np.testing.assert_allclose(table.matrix(["window_start"])[:, 0], np.array(kept) - 0.5, atol=1 / 200)
 
 
@@ -497,3 +556,34 @@ def test_warm_start_default_is_the_measured_choice(cli, trained, shared_data, tm
     assert sum(c[chosen][0] <= c["base"][0] - 0.05 for c in cells) >= 3
     assert np.mean([c[chosen][1] for c in cells]) <= np.mean([c["base"][1] for c in cells])
     assert np.mean([c[chosen][2] for c in cells]) <= 1.5 * np.mean([c["base"][2] for c in cells])
+
+
+def test_features_parts_default_follows_the_probe_rule(sh):
+    """features --parts stays hist,mean: the event-probe study's files (benchmarks/tokenize_eeg/
+    RESULTS.md, rule written before the runs) give no passing candidate. Recomputed here from the
+    per-run balanced accuracies so that a changed file or rule shows."""
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2] / "benchmarks" / "tokenize_eeg"
+    files = sorted((root / "results" / "probe").glob("[AB]_parts_s[01].yaml"))
+    assert len(files) == 4
+    split_means, left_right = {}, {}
+    for path in files:
+        probe = yaml.safe_load(path.read_text())["probe"]
+        split = yaml.safe_load(path.read_text())["split"]
+        task, lr = probe["task_vs_rest"], probe["left_vs_right_fist"]
+        for name, score in task["sets"].items():
+            runs = np.mean(score["per_run"])
+            assert abs(runs - score["balanced_accuracy"]) < 1e-9
+            split_means.setdefault((name, split), []).append(runs - task["band_power"]["balanced_accuracy"])
+            left_right.setdefault(name, []).append(lr["sets"][name]["balanced_accuracy"])
+    candidates = ("chmean", "champ", "chpow", "chmean,champ,chpow", "hist,mean,chmean,champ,chpow")
+    passing = [c for c in candidates
+               if all(np.mean(split_means[(c, s)]) >= -0.02 for s in "AB")
+               and np.mean(left_right[c]) >= np.mean(left_right["hist,mean"]) - 0.02]
+    assert passing == []
+    proc = sh("cortexkit tokenize-eeg features --print-config")
+    assert proc.returncode == 0, proc.stderr
+    assert yaml.safe_load(proc.stdout)["parts"] == "hist,mean"

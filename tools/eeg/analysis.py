@@ -110,15 +110,72 @@ def codebook_health(tokens_t: np.ndarray | None, tokens_f: np.ndarray, size: int
     return report
 
 
-def window_features(model, tokens: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
-    """Per window: token histograms (share of the C*P patches per code) and mean quantized vectors.
-    token_s (W, C, P) -> hist_s (W, K) float32 and mean_s (W, code_dim) float32."""
+FEATURE_PARTS = ("hist", "mean", "chmean", "champ", "chpow")
+# the classical EEG bands (Hz) of the per-channel spectral parts, on the 1-Hz bins of a 1-s patch
+BANDS = (("delta", 0.5, 4.0), ("theta", 4.0, 8.0), ("alpha", 8.0, 13.0), ("beta", 13.0, 30.0),
+         ("gamma", 30.0, 45.0))
+
+
+def _band_means(spectrum: torch.Tensor, sfreq: float) -> torch.Tensor:
+    """spectrum (W, C, P, L//2+1) on the rfft bins of an L-sample patch -> (W, bands, C): the mean
+    over the window's patches and each band's bins."""
+    length = 2 * (spectrum.shape[-1] - 1)
+    freqs = np.fft.rfftfreq(length, 1.0 / sfreq)
+    return torch.stack([spectrum[..., torch.from_numpy((freqs >= lo) & (freqs < hi))].mean(dim=(2, 3))
+                        for _, lo, hi in BANDS], dim=1)
+
+
+@torch.inference_mode()
+def window_features(model, tokens: dict[str, torch.Tensor], parts=("hist", "mean"),
+                    sfreq: float = 200.0) -> dict[str, np.ndarray]:
+    """Per-window feature columns from the tokens alone, token_s (W, C, P) -> {name: (W,) float32}:
+
+    * ``hist``: hist_s_K, share of the window's C*P patches with code K (K < codebook size);
+    * ``mean``: mean_s_D, the quantized vector averaged over all channels and patches (D < code_dim);
+    * ``chmean``: chmean_s_C_D, the quantized vector averaged over channel C's patches (where
+      ``mean`` pools the channels, this keeps the montage: C is the channel's index in it);
+    * ``champ``: champ_BAND_C, the frequency decoder's amplitude of channel C (standardised per
+      window, as the decoder is trained) averaged over the band's rfft bins and the patches;
+    * ``chpow``: chpow_BAND_C, log10 of the mean power (100 uV)^2 per rfft bin of channel C in the
+      band, from the temporal decoder's signal (dual tokenizers only).
+    """
+    model.eval()
     size = model.config.codebook_size
-    out = {}
+    w, c, p = tokens["token_f"].shape
+    streams = ("t", "f") if model.dual else ("f",)
     codes = model.codewords(tokens)
-    for name in (("t", "f") if model.dual else ("f",)):
-        tok = tokens[f"token_{name}"].reshape(tokens[f"token_{name}"].shape[0], -1).long()
-        hist = torch.zeros(tok.shape[0], size).scatter_add_(1, tok, torch.ones_like(tok, dtype=torch.float32))
-        out[f"hist_{name}"] = (hist / tok.shape[1]).numpy()
-        out[f"mean_{name}"] = codes[name].float().mean(dim=1).numpy()
+    out: dict[str, np.ndarray] = {}
+
+    def put(prefix, matrix):  # matrix (W, n) or (W, a, b) -> columns prefix_j or prefix_i_j
+        matrix = matrix.float().numpy()
+        if matrix.ndim == 2:
+            for j in range(matrix.shape[1]):
+                out[f"{prefix}_{j}"] = np.ascontiguousarray(matrix[:, j])
+            return
+        for i in range(matrix.shape[1]):
+            for j in range(matrix.shape[2]):
+                out[f"{prefix}_{i}_{j}"] = np.ascontiguousarray(matrix[:, i, j])
+
+    for name in streams:
+        tok = tokens[f"token_{name}"].reshape(w, -1).long()
+        if "hist" in parts:
+            hist = torch.zeros(w, size).scatter_add_(1, tok, torch.ones_like(tok, dtype=torch.float32))
+            put(f"hist_{name}", hist / tok.shape[1])
+        if "mean" in parts:
+            put(f"mean_{name}", codes[name].float().mean(dim=1))
+    for name in streams:
+        if "chmean" in parts:
+            put(f"chmean_{name}", codes[name].float().reshape(w, c, p, -1).mean(dim=2))
+    if "champ" in parts or ("chpow" in parts and model.dual):
+        recon = model.decode(codes, c, p)
+        half = recon["amplitude"].shape[-1] // 2 + 1
+        if "champ" in parts:
+            bands = _band_means(recon["amplitude"].float()[..., :half], sfreq)
+            for b, (band, _, _) in enumerate(BANDS):
+                put(f"champ_{band}", bands[:, b])
+        if "chpow" in parts and model.dual:
+            power = torch.fft.rfft(recon["signal"].double(), dim=-1).abs().pow(2)
+            bands = torch.log10(_band_means(power, sfreq) + 1e-12)
+            for b, (band, _, _) in enumerate(BANDS):
+                put(f"chpow_{band}", bands[:, b])
     return out

@@ -225,18 +225,13 @@ def evaluate(model: TFDualTokenizer, batches: Iterable, *, device="cpu", progres
 
 def features(model: TFDualTokenizer, token_t: np.ndarray | None, token_f: np.ndarray,
              *, parts: tuple[str, ...] = ("hist", "mean")) -> dict[str, np.ndarray]:
-    """Per-window feature columns: ``hist_t_K``/``hist_f_K`` (share of patches with code K) and
-    ``mean_t_D``/``mean_f_D`` (mean quantized vector) -> {column name: (W,) float32}."""
+    """Per-window feature columns from the tokens (W, C, P) -> {column name: (W,) float32}; the
+    groups in ``parts`` are those of :func:`analysis.window_features` (``hist``, ``mean``,
+    ``chmean``, ``champ``, ``chpow``), in that order."""
     tokens = {"token_f": torch.from_numpy(token_f.astype(np.int64))}
     if token_t is not None and model.dual:
         tokens["token_t"] = torch.from_numpy(token_t.astype(np.int64))
-    columns: dict[str, np.ndarray] = {}
-    for key, matrix in analysis.window_features(model, tokens).items():
-        kind, stream = key.split("_")
-        if kind in parts:
-            for j in range(matrix.shape[1]):
-                columns[f"{kind}_{stream}_{j}"] = np.ascontiguousarray(matrix[:, j])
-    return columns
+    return analysis.window_features(model, tokens, parts)
 
 
 def validation_split(n: int, share: float) -> tuple[np.ndarray, np.ndarray]:
