@@ -27,6 +27,8 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("files", nargs="+")
     p.add_argument("--guard", action="store_true")
+    p.add_argument("--curves", action="store_true",
+                   help="also the mean validation / test top-1 per epoch of each method")
     args = p.parse_args(argv)
     cells = defaultdict(lambda: defaultdict(dict))   # config -> method -> seed -> row
     for path in args.files:
@@ -61,6 +63,16 @@ def main(argv=None):
         print(f"| {config} | {seeds[0]}-{seeds[-1]} (n={len(seeds)}) | {ms(best)} | {ms(last)} | "
               f"{d.mean():+.2f} ± {se:.2f} | {epochs} | {ms(bpb)} | {ms(bpl)} | {ms(fl)} | "
               f"{'met' if ok else '**missed**'} |")
+    if args.curves:
+        print("\n| config | method | mean val top-1 per epoch | mean test top-1 per epoch |")
+        print("| --- | --- | --- | --- |")
+        for config, by in cells.items():
+            for name, rows in by.items():
+                val = [r["val_top1"] for r in rows.values() if "val_top1" in r]
+                test = [r["test_top1"] for r in rows.values()]
+                v = " / ".join(f"{x:.2f}" for x in np.mean(val, 0)) if val else "-"
+                t = " / ".join(f"{x:.2f}" for x in np.mean(test, 0))
+                print(f"| {config} | {name} (n={len(rows)}) | {v} | {t} |")
     print(f"\nall cells met: {bool(verdicts) and all(verdicts)} ({sum(verdicts)} of {len(verdicts)})")
 
 
