@@ -168,10 +168,14 @@ baseline_options = option_set(
     click.option("--validation-share", type=click.FloatRange(0, 0.5, max_open=True), default=0.1,
                  show_default=True,
                  help="Training images held out (per class) to score the method beside --baseline."),
+    click.option("--keep", type=click.Choice(["last", "best"]), default="last", show_default=True,
+                 help="Weights returned: the last epoch's, or those of the epoch with the best "
+                      "top-1 on the --validation-share images."),
 )
 
 ADVANCED = ("width_scale", "init", "dtype", "weight_norm_gain", "weight_clip", "state_momentum",
-            "schedule", "loss", "weight_decay", "adam_eps", "warmup", "normalize", "test_split", "validation_share")
+            "schedule", "loss", "weight_decay", "adam_eps", "warmup", "normalize", "test_split", "validation_share",
+            "keep")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,7 +216,8 @@ def _configs(data, opts):
                                 opts["schedule"], opts["loss"])
     cfg = TrainConfig(opts["method"], opts["epochs"], opts["batch_size"], opts["lr"],
                       opts["weight_decay"], opts["adam_eps"], opts["warmup"], opts["weight_norm"],
-                      opts["weight_norm_gain"], opts["weight_clip"], opts["augment"], inference)
+                      opts["weight_norm_gain"], opts["weight_clip"], opts["augment"], inference,
+                      opts["keep"])
     return spec, cfg, getattr(torch, opts["dtype"])
 
 
@@ -285,7 +290,8 @@ def _baseline_check(run, model, spec, cfg, baseline, images, labels, held, commo
     name = {"bp+wn": "BP + WN", "bp": "BP"}[baseline]
     run.info(f"baseline: {name} on the same {len(labels)} images ({cfg.epochs} epochs; "
              "--baseline none skips it)")
-    base, result = api.fit(images, labels, spec, api.baseline_config(cfg, baseline), **common)
+    base, result = api.fit(images, labels, spec, api.baseline_config(cfg, baseline),
+                           validation=held if cfg.keep == "best" else None, **common)
     run.stopped("baseline", len(result.history), cfg.epochs, "epochs", "completed")
     ours, theirs = api.top1(model, *held), api.top1(base, *held)
     method = {"meta-pcn": "Meta-PCN", "pc": "PC", "ipc": "iPC", "bp": "BP"}[cfg.method]
@@ -341,30 +347,46 @@ def train(run, data, split, test_data, test_split, limit, log, checkpoint, plot,
     spec, cfg, dtype = _configs(train_set, opts)
     images, labels = train_set.images, train_set.labels
     held = None
-    if baseline != "none" and validation_share > 0:
+    best = opts["keep"] == "best"
+    if (baseline != "none" or best) and validation_share > 0:
         fit_index, val_index = api.validation_split(labels, validation_share, run.seed or 0)
         if len(val_index) and len(fit_index):
             held = (images[val_index], labels[val_index])
             images, labels = images[fit_index], labels[fit_index]
+    if best and held is None:
+        raise ValueError("--keep best needs validation images: --validation-share > 0 and at "
+                         "least two training images of a class")
     common = dict(normalize=opts["normalize"], seed=run.seed or 0, dtype=dtype, init=opts["init"],
                   device=device, progress=run.progress)
     model, result = api.fit(
         images, labels, spec, cfg, test=(test_set.images, test_set.labels) if test_set else None,
-        warn=run.warn, on_epoch=_epoch_writer(run, log, checkpoint), **common)
-    last = result.history[-1] if result.history else None
+        validation=held if best else None, warn=run.warn,
+        on_epoch=_epoch_writer(run, log, checkpoint), **common)
+    # the epoch whose weights the model holds: the last one, or (--keep best) the chosen one
+    last = result.history[(result.chosen_epoch or len(result.history)) - 1] if result.history \
+        else None
     figures = {"examples": len(images)}
     if last is not None:
         figures["train_top1"] = round(last.train_top1, 4)
     if last is not None and last.test_top1 is not None:
         figures["test_top1"] = round(last.test_top1, 4)
+    kept = None
+    if best and last is not None:
+        figures["chosen_epoch"] = last.epoch
+        kept = {"keep": "best", "epoch": last.epoch, "validation_images": int(len(held[1])),
+                "val_top1": round(last.val_top1, 4)}
+        run.info(f"--keep best: the weights of epoch {last.epoch} (validation top-1 "
+                 f"{100 * last.val_top1:.2f} % on {len(held[1])} held-out training images)")
     run.stopped("train", len(result.history), cfg.epochs, "epochs", "completed", **figures)
     check = _baseline_check(run, model, spec, cfg, baseline, images, labels, held, common)
-    if log and check and model.history:
-        run.write_report([*model.history[:-1], {**model.history[-1], "baseline": check}], log)
+    extra = {**({"baseline": check} if check else {}), **({"keep": kept} if kept else {})}
+    if log and extra and model.history:
+        run.write_report([*model.history[:-1], {**model.history[-1], **extra}], log)
     if distributed.rank() == 0:
         run.write_artifact(api.model_tensors(model), KIND_MODEL, version=str(MODEL_VERSION),
                            metadata={**api.model_metadata(model, result.trace),
-                                     **({"pcn.baseline": check} if check else {})})
+                                     **({"pcn.baseline": check} if check else {}),
+                                     **({"pcn.keep": kept} if kept else {})})
         if plot:
             _plot(run, plot, model.history, result.trace)
     distributed.shutdown()

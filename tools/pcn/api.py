@@ -127,13 +127,17 @@ def check_images(images: np.ndarray, labels: np.ndarray | None, spec: NetworkSpe
 
 def fit(train_images: np.ndarray, train_labels: np.ndarray, spec: NetworkSpec, cfg: TrainConfig,
         *, normalize: str = "dataset", test: tuple[np.ndarray, np.ndarray] | None = None,
-        seed: int = 0, dtype=torch.float32, init: str = "default", device=None,
+        validation: tuple[np.ndarray, np.ndarray] | None = None, seed: int = 0, dtype=torch.float32, init: str = "default", device=None,
         warn: Callable[[str], None] | None = None, progress=None,
         on_epoch: Callable[[EpochRecord, "Model"], None] | None = None) -> tuple[Model, TrainResult]:
-    """Train a fresh network of ``spec`` with ``cfg``. Images uint8 (N, C, H, W), labels (N,)."""
+    """Train a fresh network of ``spec`` with ``cfg``. Images uint8 (N, C, H, W), labels (N,).
+    ``validation`` (images, labels) is scored after every epoch; ``cfg.keep == "best"`` needs it and
+    returns the weights of its best epoch (``result.chosen_epoch``)."""
     check_images(train_images, train_labels, spec, "training data")
     if test is not None:
         check_images(test[0], test[1], spec, "test data")
+    if validation is not None:
+        check_images(validation[0], validation[1], spec, "validation data")
     message = depth_warning(len(Network(spec).blocks), cfg.method, cfg.inference)
     if message and warn is not None and distributed.rank() == 0:
         warn(message)
@@ -150,7 +154,10 @@ def fit(train_images: np.ndarray, train_labels: np.ndarray, spec: NetworkSpec, c
     data = Dataset(torch.from_numpy(train_images), torch.from_numpy(train_labels))
     test_set = None if test is None else Dataset(torch.from_numpy(test[0]),
                                                  torch.from_numpy(test[1]))
-    result = train(net, data, cfg, prep, test=test_set, seed=seed, on_epoch=epoch_done,
+    val_set = None if validation is None else Dataset(torch.from_numpy(validation[0]),
+                                                      torch.from_numpy(validation[1]))
+    result = train(net, data, cfg, prep, test=test_set, validation=val_set, seed=seed,
+                   on_epoch=epoch_done,
                    progress=progress, device=device)
     return model, result
 

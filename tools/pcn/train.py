@@ -33,6 +33,10 @@ from cortexkit.tools.pcn.inference import (METHODS, InferenceConfig, InferenceRe
 from cortexkit.tools.pcn.network import Network, fan_out_in, weight_layers
 
 
+# which epoch's weights train returns: the last one, or the one with the best validation top-1
+KEEP = ("last", "best")
+
+
 @dataclass
 class TrainConfig:
     method: str = "meta-pcn"
@@ -47,6 +51,8 @@ class TrainConfig:
     weight_clip: float | None = None
     augment: bool = False
     inference: InferenceConfig = field(default_factory=InferenceConfig)
+    keep: str = "last"   # "best": the weights of the epoch with the highest validation top-1
+
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -54,6 +60,8 @@ class TrainConfig:
         if isinstance(self.weight_norm_gain, str) and self.weight_norm_gain not in GAIN_RULES:
             raise ValueError(f"unknown weight-norm gain rule '{self.weight_norm_gain}' (a number "
                              f"or one of {', '.join(GAIN_RULES)})")
+        if self.keep not in KEEP:
+            raise ValueError(f"unknown --keep '{self.keep}' (one of {', '.join(KEEP)})")
         if self.batch_size < 1 or self.epochs < 0:
             raise ValueError("batch size must be >= 1 and epochs >= 0")
 
@@ -273,15 +281,18 @@ class EpochRecord:
     test_top1: float | None = None
     test_top5: float | None = None
     imbalance_note: str | None = None     # why ``imbalance`` is undefined, when it is
+    val_top1: float | None = None         # forward-pass top-1 on the validation split, when given
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        # no val_top1 key without a validation split: such records stay as they were
+        return {k: v for k, v in self.__dict__.items() if k != "val_top1" or v is not None}
 
 
 @dataclass
 class TrainResult:
     history: list[EpochRecord]
     trace: list[list[float]] | None = None     # (T + 1, L) layer energies over inference steps
+    chosen_epoch: int | None = None    # the epoch whose weights the network holds (keep best)
 
     @property
     def best_top1(self) -> float | None:
@@ -290,13 +301,17 @@ class TrainResult:
 
 
 def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
-          test: Dataset | None = None, seed: int = 0,
+          test: Dataset | None = None, validation: Dataset | None = None, seed: int = 0,
           on_epoch: Callable[[EpochRecord, Network], None] | None = None,
           progress: Callable | None = None, device: torch.device | None = None) -> TrainResult:
     """Train ``net`` in place. Under torchrun every rank runs this with the same seed: each takes
     its share of every global batch and gradients are averaged before each weight step.
     ``on_epoch`` is called on rank 0 after every finite epoch; ``progress(iterable, total, desc)``
-    wraps the batch loop (a tqdm bar)."""
+    wraps the batch loop (a tqdm bar). ``validation`` is scored after every epoch (``val_top1``);
+    with ``cfg.keep == "best"`` (which needs it) the network ends holding the weights of the first
+    epoch with the highest validation top-1 (``chosen_epoch``), else those of the last epoch."""
+    if cfg.keep == "best" and (validation is None or len(validation) == 0):
+        raise ValueError("keep best needs validation images (--validation-share > 0)")
     rank, world = distributed.rank(), distributed.world_size()
     dtype = next(net.parameters()).dtype
     generator = torch.Generator().manual_seed(seed)
@@ -327,6 +342,7 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
             normalize_weights(net, cfg.weight_norm_gain, cfg.weight_clip)
 
     history: list[EpochRecord] = []
+    best_score, best_state, chosen = -1.0, None, None
     for epoch in range(1, cfg.epochs + 1):
         current[0] = epoch
         start = time.perf_counter()
@@ -368,9 +384,21 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
                              imbalance_note=note)
         if test is not None and rank == 0:
             record.test_top1, record.test_top5 = accuracy(net, test, prep, device)
+        if validation is not None and rank == 0:
+            record.val_top1 = accuracy(net, validation, prep, device)[0]
+        if cfg.keep == "best" and rank == 0 and record.val_top1 > best_score:  # first maximum
+            best_score, chosen = record.val_top1, epoch
+            best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
         history.append(record)
         if on_epoch is not None and rank == 0:
             on_epoch(record, net)
+    if cfg.keep == "best":  # rank 0 chose; every rank takes its weights
+        if best_state is not None:
+            net.load_state_dict(best_state)
+        distributed.broadcast_parameters(net)
+        chosen = chosen if rank == 0 else None
+    elif history:
+        chosen = history[-1].epoch
     trace = None
     if rank == 0 and cfg.method != "bp" and n:
         index = torch.arange(min(n, cfg.batch_size))
@@ -380,7 +408,7 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
         res = _inference(net, x, y, cfg, 1.0 / len(index), weight_step=lambda g: None, record=True)
         net.load_state_dict(snapshot)
         trace = res.trace.tolist() if res.trace is not None else None
-    return TrainResult(history, trace)
+    return TrainResult(history, trace, chosen)
 
 
 # ---------------------------------------------------------------------------------------------
