@@ -36,7 +36,8 @@ HEX = Path(__file__).resolve().parents[2] / "tests" / "data" / "hexapod"
 VARIANTS = {"keypoints": {"silhouettes": False}, "masks": {}, "mesh_only": {"bones_silhouettes": False},
             "split": {"bones_split": True}, "offsets": {"bones_offsets": True},
             "split_offsets": {"bones_split": True, "bones_offsets": True},
-            "masks_w10": {"silhouette_weight": 10.0}, "masks_sigma003": {"sigma": 0.03}}
+            "masks_w10": {"silhouette_weight": 10.0}, "masks_sigma003": {"sigma": 0.03},
+            "split_sigma003": {"bones_split": True, "sigma": 0.03}}
 
 
 def main():
