@@ -1,6 +1,6 @@
 """Procedurally built rigged glTF templates for fit-avatar's benchmarks: the shared builder.
 
-A body plan (``make_hexapod.py``, ``make_bird.py``) gives a skeleton (names, parents, rest joint
+A body plan (``make_hexapod.py``, ``make_bird.py``, ``make_quadruped.py``) gives a skeleton (names, parents, rest joint
 positions in metres, x = left(+)/right(-), y up, z forward), a tube radius per bone, an animation
 clip and its keypoints; this module turns it into a mesh, skinning weights, a .glb, a keypoint map
 and a symmetry file:
@@ -14,6 +14,7 @@ and a symmetry file:
 
     python benchmarks/fit_avatar/make_template.py --plan hexapod tests/data/hexapod/hexapod.glb
     python benchmarks/fit_avatar/make_template.py --plan bird benchmarks/fit_avatar/_bird/bird.glb
+    python benchmarks/fit_avatar/make_template.py --plan quadruped benchmarks/fit_avatar/_quadruped/quadruped.glb
 
 writes TARGET and, beside it, <stem>_keypoints.yaml and <stem>_symmetry.yaml. Deterministic: same
 bytes on every run.
@@ -174,13 +175,15 @@ def write(plan: Plan, target: str) -> None:
 def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--plan", choices=["hexapod", "bird"], required=True)
+    ap.add_argument("--plan", choices=["hexapod", "bird", "quadruped"], required=True)
     ap.add_argument("target")
     args = ap.parse_args()
     if args.plan == "hexapod":
         from make_hexapod import PLAN
-    else:
+    elif args.plan == "bird":
         from make_bird import PLAN
+    else:
+        from make_quadruped import PLAN
     write(PLAN, args.target)
 
 

@@ -257,3 +257,33 @@ def test_silhouette_term_same_with_the_written_backward_and_with_autograd(mesh):
     (s_ref, g_ref), (s_new, g_new) = out
     assert float(s_ref.min()) > 0 and torch.allclose(s_new, s_ref, rtol=1e-5)
     assert float((g_new - g_ref).abs().max() / g_ref.abs().max()) < 1e-2
+
+
+def test_bones_split_moves_only_the_unspanned_bones_with_silhouettes(mesh):
+    """FitConfig.bones_split (the study of RESULTS section 11): with masks, the bones stage fits
+    keypoints only (scale and bones equal the keypoint-only run's) and the split stage after it moves
+    only the bone groups no keypoint pair spans (the hexapod's coxa, femur, neck2 ...); the global
+    scale and the spanned groups (knee to foot, thorax3 to neck1) stay; without masks the flag changes nothing."""
+    from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape, spanned_groups
+    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+
+    tpl = build(mesh, keypoints=yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text()),
+                symmetry=yaml.safe_load((HEX / "hexapod_symmetry.yaml").read_text()))
+    cfg = SynthConfig(noise=0.0, dropout=0.0, outliers=0.0, masks=True, crop=32, seed=3)
+    cams, syn = make_views(tpl, mesh.animations["Walk"]["world"][:2], 1000.0, "ring:4", None, cfg)
+    obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+    spanned = spanned_groups(tpl)
+    names = [n for n, s in zip(tpl.group_names, spanned.tolist()) if s]
+    assert "neck1" in names and any(n.startswith("foot") for n in names)           # thorax3-neck1, knee-foot
+    assert not any(n.startswith(("coxa", "femur", "tibia", "neck2", "head")) for n in names)
+
+    def shape(steps, **kw):  # one mesh step (offsets only: neither scale nor bones) ends each run
+        config = FitConfig(shape_steps=(0, 0, steps, 1), crop=32, gate=1e6, **kw)
+        return fit_avatar_shape(tpl, obs, config, n_keyframes=2).shape
+
+    keypoint_only = shape(4, silhouettes=False)
+    split = shape(4, bones_split=True)
+    assert float(split.scale) == float(keypoint_only.scale)
+    assert torch.equal(split.bone_scales[spanned], keypoint_only.bone_scales[spanned])
+    assert float((split.bone_scales[~spanned] - keypoint_only.bone_scales[~spanned]).abs().max()) > 1e-4
+    assert torch.equal(shape(4, bones_split=True, silhouettes=False).bone_scales, keypoint_only.bone_scales)

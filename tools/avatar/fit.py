@@ -90,6 +90,10 @@ class FitConfig:
     bones_fixed_scale: bool = False  # with silhouettes in the bones stage, keep the global scale of the
                                      # pose stage there (study, benchmarks/fit_avatar RESULTS section 5)
     markers_in_bones: bool = True     # markers free in the bones stage as well as the mesh stage
+    bones_split: bool = False       # with masks: the bones stage fits keypoints only, then a 'split' stage
+                                    # (as many steps) adds silhouettes with only the bone groups no keypoint
+                                    # pair spans free (global scale and spanned bones kept; RESULTS section 11)
+    bones_offsets: bool = False     # vertex offsets free in the bones stage too (study, RESULTS section 11)
     keypoint_offsets: float = 0.0     # L2 weight of the per-keypoint markers (0 = off; the command's default
                                       # 'auto' resolves it with markers.auto_keypoint_offsets, RESULTS section 7)
     keypoint_weights: dict = field(default_factory=dict)
@@ -317,8 +321,9 @@ class Params:
 
 def _optimise(template, params: Params, obs: Observations, use: torch.Tensor, config: FitConfig,
               train: list[str], steps: int, silhouettes: bool, temporal: bool,
-              kp_weights: torch.Tensor, on_step: Callable | None = None):
-    """Adam on ``train`` for ``steps`` steps; on_step(step, l_kp (B,), l_sil (B,)) after each.
+              kp_weights: torch.Tensor, on_step: Callable | None = None, frozen_bones: torch.Tensor | None = None):
+    """Adam on ``train`` for ``steps`` steps; on_step(step, l_kp (B,), l_sil (B,)) after each;
+    ``frozen_bones`` (G,) bool: bone groups whose log scale gets no update.
     Returns the last (l_kp, l_sil, kp_cam) (detached)."""
     tensors = {n: getattr(params, n) for n in train}
     for t in tensors.values():
@@ -339,6 +344,8 @@ def _optimise(template, params: Params, obs: Observations, use: torch.Tensor, co
         loss = (config.keypoint_weight * l_kp + config.silhouette_weight * l_sil
                 + config.joint_limit_weight * limit).sum() + config.bone_weight * bone + smooth + temp * len(l_kp)
         loss.backward()
+        if frozen_bones is not None and params.log_bones.grad is not None:
+            params.log_bones.grad[frozen_bones] = 0.0
         opt.step()
         sched.step()
         last = (l_kp.detach(), l_sil.detach(), kp_cam.detach())
@@ -410,6 +417,18 @@ def _every(steps: int) -> int:
     return max(1, steps // 10)
 
 
+def spanned_groups(template: Template) -> torch.Tensor:
+    """(G,) bool: bone groups with a bone whose both ends are keypoint joints (its length is seen
+    directly by the keypoints; the other groups are seen only through the sums of their chains)."""
+    kp_joints = set(torch.nonzero(template.keypoints_joint.abs().sum(0) > 0).reshape(-1).tolist())
+    out = torch.zeros(template.n_groups, dtype=torch.bool)
+    for i, p in enumerate(template.parents.tolist() if torch.is_tensor(template.parents) else template.parents):
+        g = int(template.bone_group[i])
+        if g >= 0 and i in kp_joints and p in kp_joints:
+            out[g] = True
+    return out
+
+
 def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, config: FitConfig,
               log: Callable[[str], None] = lambda m: None, hooks: Hooks | None = None) -> ShapeResult:
     """Stage A (subject avatar) over the keyframes of ``obs``: Procrustes init from the
@@ -439,16 +458,24 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
         params.marker_names = list(template.keypoint_names)
     use = select_cameras(obs.confidence, config.cameras)
     kw = _kp_weights(template, config)
-    bones_sil = config.silhouettes and config.bones_silhouettes
+    split = config.silhouettes and config.bones_split
+    bones_sil = config.silhouettes and config.bones_silhouettes and not split
     stages = [("global", ["grot", "dt", "log_scale"], False),
               ("pose", ["grot", "dt", "log_scale", "rot"], False),
               ("bones", ["grot", "dt", "rot", "log_bones"] + ([] if bones_sil and config.bones_fixed_scale else ["log_scale"])
-               + (["markers"] if markers and config.markers_in_bones else []), bones_sil),
+               + (["markers"] if markers and config.markers_in_bones else [])
+               + (["offsets"] if config.bones_offsets else []), bones_sil),
               ("mesh", ["grot", "dt", "rot", "offsets"] + (["log_scale", "log_bones"] if config.mesh_bones else [])
                + (["markers"] if markers else []), config.silhouettes)]
+    stage_steps = list(config.shape_steps)
+    frozen = {}
+    if split:   # silhouettes move only the bones no keypoint pair spans; keypoints keep their chains' lengths
+        stages.insert(3, ("split", ["grot", "dt", "rot", "log_bones"], True))
+        stage_steps.insert(3, stage_steps[2])
+        frozen["split"] = spanned_groups(template)
     hooks = hooks or Hooks(log=log)
     last = None
-    for (name, train, sil), steps in zip(stages, config.shape_steps):
+    for (name, train, sil), steps in zip(stages, stage_steps):
         if steps <= 0:
             hooks.stop(f"shape {name}", 0, 0, "steps", "skipped (0 steps)")
             continue
@@ -458,7 +485,8 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
                 if (step + 1) % _every(steps) == 0:
                     hooks.detail(f"shape {name} step {step + 1}/{steps}: keypoints {float(l_kp.mean()):.3f} "
                                  f"crop px, silhouette {float(l_sil.mean()):.4f}")
-            last = _optimise(template, params, obs, use, config, train, steps, sil, False, kw, on_step)
+            last = _optimise(template, params, obs, use, config, train, steps, sil, False, kw, on_step,
+                             frozen.get(name))
         hooks.log(f"shape stage {name}: keypoint error {last[0].mean():.3f} crop px, "
                   f"silhouette {last[1].mean():.4f}")
         hooks.stop(f"shape {name}", steps, steps, "steps", "completed",

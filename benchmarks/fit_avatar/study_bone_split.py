@@ -1,0 +1,94 @@
+"""Why the masked bones stage scatters the bones no keypoint pair spans (issue 34, RESULTS section 11):
+one procedural template (default the hexapod), one ring rig, one synthetic individual; one avatar per
+variant against the same views, each tracked with the default track (no silhouettes). Per variant:
+bone-length errors (bone scale x global scale vs the truth) signed per group, their mean over the
+groups the keypoints span and over the others, the global scale, track MPJPE, per-vertex error, shape
+CPU. ``--offset-size 0`` gives an individual without hidden vertex offsets (is the outline the
+offsets' or the bones'?). YAML on stdout.
+
+    OMP_NUM_THREADS=1 python benchmarks/fit_avatar/study_bone_split.py --cams 16 --keyframes 6 > benchmarks/fit_avatar/study_bone_split.yaml
+
+Variants (FitConfig overrides, all with the shape command's steps 100,150,150,60 unless --steps):
+keypoints (no silhouettes), masks (the default), mesh_only (bones_silhouettes false), split
+(bones_split: keypoint bones stage, then silhouettes on the unspanned groups only), offsets
+(bones_offsets: vertex offsets free in the masked bones stage), split_offsets (both), masks_w10
+(silhouette weight 10), masks_sigma003 (rasteriser blur 0.03 crop px^2). A split with the pose frozen
+is not offered: a chain's end keypoint would move with its split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+from cortexkit.formats.gltf import read_gltf
+from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape, spanned_groups, track_sequence
+from cortexkit.tools.avatar.metrics import model_metrics
+from cortexkit.tools.avatar.model import template_from_mesh
+from cortexkit.tools.avatar.synth import SynthConfig, make_views
+
+HEX = Path(__file__).resolve().parents[2] / "tests" / "data" / "hexapod"
+VARIANTS = {"keypoints": {"silhouettes": False}, "masks": {}, "mesh_only": {"bones_silhouettes": False},
+            "split": {"bones_split": True}, "offsets": {"bones_offsets": True},
+            "split_offsets": {"bones_split": True, "bones_offsets": True},
+            "masks_w10": {"silhouette_weight": 10.0}, "masks_sigma003": {"sigma": 0.03},
+            "split_sigma003": {"bones_split": True, "sigma": 0.03}}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--template", default=str(HEX / "hexapod.glb"))
+    ap.add_argument("--cams", type=int, default=16)
+    ap.add_argument("--frames", type=int, default=30)
+    ap.add_argument("--start", type=int, default=0)
+    ap.add_argument("--keyframes", type=int, default=6)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--offset-size", type=float, default=0.03, help="hidden offsets, fraction of the body length")
+    ap.add_argument("--steps", default="100,150,150,60")
+    ap.add_argument("--markers", type=float, default=100.0, help="keypoint_offsets weight (the command's auto)")
+    ap.add_argument("--variants", default="keypoints,masks,mesh_only,split")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    template = Path(args.template)
+    mesh = read_gltf(template)
+    kmap = yaml.safe_load(template.with_name(f"{template.stem}_keypoints.yaml").read_text())
+    sym = yaml.safe_load(template.with_name(f"{template.stem}_symmetry.yaml").read_text())
+    tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
+                             mesh.rest_world, unit_mm=1000.0, keypoints=kmap, symmetry=sym)
+    world = mesh.animations[next(iter(mesh.animations))]["world"][args.start:args.start + args.frames]
+    cfg = SynthConfig(noise=2.0, dropout=0.2, outliers=0.03, crop=48, masks=True, seed=args.seed,
+                      offset_size=args.offset_size)
+    cams, syn = make_views(tpl, world, 1000.0, f"ring:{args.cams}", None, cfg)
+    obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+    truth = syn.truth
+    spanned = spanned_groups(tpl)
+    steps = tuple(int(x) for x in args.steps.split(","))
+    out = {"template": template.name, "cams": args.cams, "frames": int(len(world)), "start": args.start,
+           "keyframes": args.keyframes, "seed": args.seed, "offset_size": args.offset_size, "steps": list(steps),
+           "markers": args.markers, "groups": list(tpl.group_names),
+           "spanned": [n for n, s in zip(tpl.group_names, spanned.tolist()) if s], "variants": {}}
+    for name in args.variants.split(","):
+        config = FitConfig(**{"shape_steps": steps, "keypoint_offsets": args.markers, **VARIANTS[name]})
+        t0 = time.process_time()
+        shape = fit_avatar_shape(tpl, obs, config, args.keyframes).shape
+        cpu = time.process_time() - t0
+        pose = track_sequence(tpl, shape, obs, FitConfig(silhouettes=False)).pose
+        m = model_metrics(tpl, shape, pose, truth, cams)
+        err = (shape.bone_scales * shape.scale / (truth["bone_scales"] * truth["scale"].reshape(())) - 1).double()
+        out["variants"][name] = {
+            "bone_error_mean": float(err.abs().mean()), "bone_error_spanned": float(err[spanned].abs().mean()),
+            "bone_error_unspanned": float(err[~spanned].abs().mean()),
+            "bone_error_signed": {n: round(float(e), 4) for n, e in zip(tpl.group_names, err)},
+            "scale_error": float(shape.scale / truth["scale"].reshape(()) - 1),
+            "track_mpjpe_mm": m["mpjpe_mm"], "vertex_error_mm": m["vertex_error_mm"], "shape_cpu_s": cpu}
+        print(f"# {name}: {out['variants'][name]}", file=sys.stderr, flush=True)
+    yaml.safe_dump(out, sys.stdout, sort_keys=False)
+
+
+if __name__ == "__main__":
+    main()
