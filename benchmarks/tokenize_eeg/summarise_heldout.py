@@ -16,7 +16,11 @@ print("| epochs | seed | train-fit time NMSE | best-val epoch: time ratio | time
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for path in sys.argv[1:]:
     d = yaml.safe_load(open(path))
-    r, p, s = d["reconstruction"], d["probe"], d["speed"]
+    nan = {"balanced_accuracy": float("nan")}
+    r = d["reconstruction"]  # --parts recon files have no probe / speed: NaN there
+    p = d.get("probe") or {k: {"tokens": nan, "band_power": nan}
+                           for k in ("left_vs_right_fist_executed", "task_vs_rest")}
+    s = d.get("speed") or dict.fromkeys(("ours_windows_per_s", "plain_windows_per_s", "speedup"), float("nan"))
     f = r["kmeans_floor"]
     amp_floor = min(f["amplitude_nmse_signal"], f["amplitude_nmse"])
     lr, tr = p["left_vs_right_fist_executed"], p["task_vs_rest"]
@@ -35,6 +39,9 @@ for path in sys.argv[1:]:
         epochs = f"{epochs}, depth {d['model']['depth']}"
     if d["train_config"].get("warm_start_epochs"):
         epochs = f"{epochs}, warm start {d['train_config']['warm_start_epochs']:g}"
+    for key in ("phase_weight", "warm_start_kmeans_patches", "keep"):
+        if key in d["train_config"] and key in d["command"]:
+            epochs = f"{epochs}, {key} {d['train_config'][key]}"
     groups[epochs].append(row)
     print(f"| {epochs} | {d['seed']} | {row['fit']:.3f} | {row['best_epoch']}: {row['best']:.3f} | {row['time']:.3f} ({row['time_floor']:.3f}) | {row['rt']:.3f} | "
           f"{row['amp']:.3f} ({row['amp_floor']:.3f}) | {row['ra']:.3f} | {row['lr_t']:.3f} / {row['lr_b']:.3f} | "

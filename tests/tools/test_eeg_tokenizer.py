@@ -325,3 +325,24 @@ def test_warm_start_begins_training_at_the_kmeans_floor():
     assert api.validation_score(warm, x) < 1.1 * floor
     assert bool(warm.quantize_t.initted) and bool(warm.quantize_f.initted)
     assert TrainConfig().warm_start_epochs == 0
+
+
+def test_warm_start_kmeans_size_reaches_the_floor_fit(monkeypatch):
+    """TrainConfig.warm_start_kmeans_patches / _iterations set the k-means the warm start maps to
+    (defaults 4096 patches, 8 Lloyd iterations, the adopted warm start's)."""
+    from cortexkit.tools.eeg import warmstart
+
+    seen = []
+    real = warmstart.floor_assignments
+
+    def spy(x, k, **kwargs):
+        seen.append((kwargs["max_patches"], kwargs["iterations"]))
+        return real(x, k, **kwargs)
+
+    monkeypatch.setattr(warmstart, "floor_assignments", spy)
+    x = _sines(8, 0)
+    config = dict(lr=3e-3, batch_size=8, warmup_epochs=0, epochs=0, warm_start_epochs=1)
+    api.fit(x, tiny(kmeans_init=True, depth=0), TrainConfig(**config), seed=0)
+    api.fit(x, tiny(kmeans_init=True, depth=0), TrainConfig(
+        warm_start_kmeans_patches=100, warm_start_kmeans_iterations=3, **config), seed=0)
+    assert seen == [(4096, 8), (100, 3)]

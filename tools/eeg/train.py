@@ -30,6 +30,8 @@ class TrainConfig:
     keep: str = "last"  # "last" epoch's weights (the paper's) or the "best" validation epoch's
     warm_start_epochs: float = 0.0  # epochs' worth of steps fitting the model to the k-means floor
     # before training (tools/eeg/warmstart.py); 0: off, the paper's random start
+    warm_start_kmeans_patches: int = 4096  # the warm start's k-means is fitted on at most this many
+    warm_start_kmeans_iterations: int = 8  # random training patches, this many Lloyd iterations
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -82,7 +84,9 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
     if warm_steps > 0:  # start at the k-means floor (tools/eeg/warmstart.py)
         from cortexkit.tools.eeg.warmstart import warm_start
         warm = warm_start(model, x, steps=warm_steps, batch_size=config.batch_size,
-                          lr=config.lr, generator=generator)
+                          lr=config.lr, generator=generator,
+                          kmeans_patches=config.warm_start_kmeans_patches,
+                          kmeans_iterations=config.warm_start_kmeans_iterations)
     for epoch in range(config.epochs):
         model.train()
         order = torch.randperm(n, generator=generator)

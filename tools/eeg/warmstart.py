@@ -46,14 +46,16 @@ def floor_assignments(x: torch.Tensor, k: int, *, generator: torch.Generator,
 
 
 def warm_start(model, x: torch.Tensor, *, steps: int, batch_size: int, lr: float,
-               generator: torch.Generator, temperature: float = 0.1) -> dict[str, float]:
+               generator: torch.Generator, temperature: float = 0.1,
+               kmeans_patches: int = 4096, kmeans_iterations: int = 8) -> dict[str, float]:
     """Pre-fit ``model`` in place on windows ``x`` (N, C, P, L) so that its tokens follow the
     k-means floor's partition and its decoders reproduce the floor's centroids; returns the last
     step's terms and the share of training patches whose nearest codeword is their cluster's."""
     device = next(model.parameters()).device
     n, c, p, _ = x.shape
     streams = ("t", "f") if model.dual else ("f",)
-    assign = floor_assignments(x, model.config.codebook_size, generator=generator)
+    assign = floor_assignments(x, model.config.codebook_size, generator=generator,
+                               max_patches=kmeans_patches, iterations=kmeans_iterations)
     quantizers = {s: getattr(model, f"quantize_{s}") for s in streams}
     heads = {s: getattr(model, f"head_{s}") for s in streams}
     model.train()
