@@ -12,7 +12,7 @@ Variants (FitConfig overrides, all with the shape command's steps 100,150,150,60
 keypoints (no silhouettes), masks (the default), mesh_only (bones_silhouettes false), split
 (bones_split: keypoint bones stage, then silhouettes on the unspanned groups only), offsets
 (bones_offsets: vertex offsets free in the masked bones stage), split_offsets (both), masks_w10
-(silhouette weight 10), masks_sigma003 (rasteriser blur 0.03 crop px^2). A split with the pose frozen
+(silhouette weight 10), masks_sigma003 (rasteriser blur 0.03 crop px^2), masks_sigma002 (0.02: section 13). A split with the pose frozen
 is not offered: a chain's end keypoint would move with its split.
 """
 
@@ -37,7 +37,7 @@ VARIANTS = {"keypoints": {"silhouettes": False}, "masks": {}, "mesh_only": {"bon
             "split": {"bones_split": True}, "offsets": {"bones_offsets": True},
             "split_offsets": {"bones_split": True, "bones_offsets": True},
             "masks_w10": {"silhouette_weight": 10.0}, "masks_sigma003": {"sigma": 0.03},
-            "split_sigma003": {"bones_split": True, "sigma": 0.03}}
+            "split_sigma003": {"bones_split": True, "sigma": 0.03}, "masks_sigma002": {"sigma": 0.02}}
 
 
 def main():

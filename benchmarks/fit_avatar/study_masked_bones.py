@@ -23,7 +23,8 @@ from cortexkit.tools.avatar.fit import FitConfig, fit_avatar_shape, track_sequen
 from cortexkit.tools.avatar.metrics import model_metrics  # noqa: E402
 
 VARIANTS = {"keypoints": {"silhouettes": False}, "masks": {}, "masks_fixed_scale": {"bones_fixed_scale": True},
-            "masks_mesh_only": {"bones_silhouettes": False}, "masks_split": {"bones_split": True}}
+            "masks_mesh_only": {"bones_silhouettes": False}, "masks_split": {"bones_split": True},
+            "masks_sigma002": {"sigma": 0.02}}
 
 
 def main():

@@ -21,15 +21,18 @@ import math
 import torch
 
 
-def _pairs(tri: torch.Tensor, size: int, radius: float):
+def _pairs(tri: torch.Tensor, size: int, radius: float, keep: torch.Tensor | None = None):
     """(N, F, 3, 2) triangles in crop pixels -> the (pixel, face) pairs of each face's window (its
     bounding box grown by ``radius``, clipped to the crop), in (image, face, row, column) order:
-    (row index into N F, column, row) each (P,). O(P), not O(N F × the largest window)."""
+    (row index into N F, column, row) each (P,). O(P), not O(N F × the largest window).
+    ``keep`` (N, F) bool: faces left out get no pairs (back-face culling)."""
     # int32 arithmetic (half the memory traffic of int64); pair_face int64 for indexing
     lo = (tri.min(2).values - radius - 0.5).ceil().clamp(0, size - 1).int().reshape(-1, 2)   # first pixel
     hi = (tri.max(2).values + radius - 0.5).floor().clamp(-1, size - 1).int().reshape(-1, 2)  # last pixel
     extent = (hi - lo + 1).clamp(min=0)                     # (N F, 2) pixels covered per axis
     counts = extent[:, 0] * extent[:, 1]
+    if keep is not None:
+        counts = counts * keep.reshape(-1).int()
     pair_face = torch.repeat_interleave(torch.arange(len(counts), dtype=torch.int32), counts).long()
     within = torch.arange(len(pair_face), dtype=torch.int32) - (torch.cumsum(counts, 0, dtype=torch.int32) - counts)[pair_face]
     width = extent[:, 0][pair_face]
@@ -86,8 +89,24 @@ class _SoftSilhouette(torch.autograd.Function):
         return grad.reshape(ctx.n_rows, 3, 2), None, None, None, None, None, None, None
 
 
+def winding(vertices: torch.Tensor, faces: torch.Tensor) -> int:
+    """+1 if the mesh's faces wind counter-clockwise seen from outside (positive signed volume),
+    else −1: (V, 3), (F, 3). Fixes which sign of a projected triangle's area is a front face."""
+    a, b, c = (vertices[faces[:, i]].double() for i in range(3))
+    return 1 if float((a * torch.linalg.cross(b, c)).sum()) >= 0 else -1
+
+
+def front_facing(tri: torch.Tensor, sign: int) -> torch.Tensor:
+    """(..., 3, 2) triangles in crop pixels (x right, y down) of a mesh of winding ``sign`` ->
+    (...) bool, True for faces turned towards the camera (seen from the front, an outward
+    counter-clockwise face is clockwise in y-down pixels: negative 2D cross product)."""
+    e1, e2 = tri[..., 1, :] - tri[..., 0, :], tri[..., 2, :] - tri[..., 0, :]
+    cross = e1[..., 0] * e2[..., 1] - e1[..., 1] * e2[..., 0]
+    return cross * sign < 0
+
+
 def soft_silhouette(pixels: torch.Tensor, faces: torch.Tensor, size: int, sigma: float = 0.5,
-                    grad_all: bool = False) -> torch.Tensor:
+                    grad_all: bool = False, front: int = 0) -> torch.Tensor:
     """pixels (N, V, 2) vertex positions in crop pixels (x right, y down; pixel centres at
     integer + 0.5), faces (F, 3) -> (N, size, size) soft coverage in [0, 1].
 
@@ -95,14 +114,20 @@ def soft_silhouette(pixels: torch.Tensor, faces: torch.Tensor, size: int, sigma:
     having: those within the blur radius (the others add < 1e-4 of coverage each) on pixels not
     saturated (α ≤ 1 − 1e-4, where every pair's gradient is scaled by 1 − α < 1e-4), about 40 %
     of the pairs (hexapod, 48 px crops; benchmarks/fit_avatar RESULTS section 9); the coverage
-    itself is every pair's. ``grad_all``: autograd through every pair (the reference path)."""
+    itself is every pair's. ``grad_all``: autograd through every pair (the reference path).
+    ``front``: 0 every face enters the product (SoftRas); ±1 (the mesh's :func:`winding`) only the
+    faces turned towards the camera (PyTorch3D's ``cull_backfaces``), so the front and back faces
+    at an outline do not both add their blur there."""
     if grad_all:
+        if front:
+            raise ValueError("grad_all renders every face; back-face culling needs the written backward")
         return _soft_silhouette_autograd(pixels, faces, size, sigma)
     n, n_faces = pixels.shape[0], faces.shape[0]
     tri = pixels[:, faces].reshape(-1, 3, 2)                 # (N F, 3, 2)
     radius = math.sqrt(math.log(1 / 1e-4 - 1) * sigma)
     with torch.no_grad():
-        pair_face, col, row = _pairs(tri.detach().reshape(n, n_faces, 3, 2), size, radius)
+        tri4 = tri.detach().reshape(n, n_faces, 3, 2)
+        pair_face, col, row = _pairs(tri4, size, radius, front_facing(tri4, front) if front else None)
         pixel = torch.div(pair_face, n_faces, rounding_mode="floor") * size * size + row * size + col
         px, py = col.to(pixels.dtype) + 0.5, row.to(pixels.dtype) + 0.5
     alpha = _SoftSilhouette.apply(tri, pair_face, px, py, pixel, n * size * size, sigma, radius)
