@@ -345,14 +345,9 @@ def train(run, data, split, test_data, test_split, limit, log, checkpoint, plot,
     train_set = _images(data, split, limit=limit, seed=run.seed)
     test_set = _images(test_data, test_split) if test_data else None
     spec, cfg, dtype = _configs(train_set, opts)
-    images, labels = train_set.images, train_set.labels
-    held = None
     best = opts["keep"] == "best"
-    if (baseline != "none" or best) and validation_share > 0:
-        fit_index, val_index = api.validation_split(labels, validation_share, run.seed or 0)
-        if len(val_index) and len(fit_index):
-            held = (images[val_index], labels[val_index])
-            images, labels = images[fit_index], labels[fit_index]
+    images, labels, held = api.hold_out(train_set.images, train_set.labels, validation_share, run.seed or 0,
+                                        baseline != "none" or best)
     if best and held is None:
         raise ValueError("--keep best needs validation images: --validation-share > 0 and at "
                          "least two training images of a class")
@@ -362,21 +357,10 @@ def train(run, data, split, test_data, test_split, limit, log, checkpoint, plot,
         images, labels, spec, cfg, test=(test_set.images, test_set.labels) if test_set else None,
         validation=held if best else None, warn=run.warn,
         on_epoch=_epoch_writer(run, log, checkpoint), **common)
-    # the epoch whose weights the model holds: the last one, or (--keep best) the chosen one
-    last = result.history[(result.chosen_epoch or len(result.history)) - 1] if result.history \
-        else None
-    figures = {"examples": len(images)}
-    if last is not None:
-        figures["train_top1"] = round(last.train_top1, 4)
-    if last is not None and last.test_top1 is not None:
-        figures["test_top1"] = round(last.test_top1, 4)
-    kept = None
-    if best and last is not None:
-        figures["chosen_epoch"] = last.epoch
-        kept = {"keep": "best", "epoch": last.epoch, "validation_images": int(len(held[1])),
-                "val_top1": round(last.val_top1, 4)}
-        run.info(f"--keep best: the weights of epoch {last.epoch} (validation top-1 "
-                 f"{100 * last.val_top1:.2f} % on {len(held[1])} held-out training images)")
+    figures, kept = api.run_figures(result, len(images), held, best)
+    if kept:
+        run.info(f"--keep best: the weights of epoch {kept['epoch']} (validation top-1 "
+                 f"{100 * kept['val_top1']:.2f} % on {kept['validation_images']} held-out training images)")
     run.stopped("train", len(result.history), cfg.epochs, "epochs", "completed", **figures)
     check = _baseline_check(run, model, spec, cfg, baseline, images, labels, held, common)
     extra = {**({"baseline": check} if check else {}), **({"keep": kept} if kept else {})}

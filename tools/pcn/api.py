@@ -102,6 +102,35 @@ def validation_split(labels: np.ndarray, share: float, seed: int = 0) -> tuple[n
     return fit, validation
 
 
+def hold_out(images: np.ndarray, labels: np.ndarray, share: float, seed: int, needed: bool):
+    """(fit images, fit labels, held) where ``held`` = (images, labels) of a seeded class-balanced
+    ``share`` of the training images (:func:`validation_split`) when ``needed`` (a baseline check or
+    keep-best) and the share leaves images on both sides, else None and the images unchanged."""
+    if needed and share > 0:
+        fit, validation = validation_split(labels, share, seed)
+        if len(validation) and len(fit):
+            return images[fit], labels[fit], (images[validation], labels[validation])
+    return images, labels, None
+
+
+def run_figures(result, examples: int, held, best: bool) -> tuple[dict, dict | None]:
+    """The end-of-training figures of a fit (examples, train/test top-1 of the epoch whose weights
+    the model holds: the last, or with keep-best (``best``) the chosen one) and, with keep-best, what was kept
+    (epoch, validation images, validation top-1); ``held`` the held-out (images, labels)."""
+    figures: dict = {"examples": examples}
+    if not result.history:
+        return figures, None
+    last = result.history[(result.chosen_epoch or len(result.history)) - 1]
+    figures["train_top1"] = round(last.train_top1, 4)
+    if last.test_top1 is not None:
+        figures["test_top1"] = round(last.test_top1, 4)
+    if not best:
+        return figures, None
+    figures["chosen_epoch"] = last.epoch
+    return figures, {"keep": "best", "epoch": last.epoch, "validation_images": int(len(held[1])),
+                     "val_top1": round(last.val_top1, 4)}
+
+
 def baseline_config(cfg: TrainConfig, baseline: str) -> TrainConfig:
     """``cfg`` with the method replaced by backprop (``bp+wn``: with weight normalisation at the
     same gain rule; ``bp``: plain), everything else (epochs, batch, optimiser) the same."""
