@@ -319,10 +319,11 @@ def features_cmd(run, tokenizer, inputs, parts, precision, **reading):
     from cortexkit.formats.table import write_table
     from cortexkit.tools.eeg.api import features
 
+    parts = _parts(parts)  # a wrong --parts is named before any recording is read and encoded
     model, prep = _load_tokenizer(run, tokenizer)
     sources, starts, labels, token_t, token_f, seconds = _feature_inputs(
         run, inputs, model, prep, precision, reading)
-    columns = features(model, token_t, token_f, parts=_parts(parts))
+    columns = features(model, token_t, token_f, parts=parts)
     write_table(run.output, _feature_table(sources, starts, labels, columns),
                 producer=run.producer, config=run.config)
     _speed(run, "features", len(token_f), started, seconds)
@@ -330,11 +331,11 @@ def features_cmd(run, tokenizer, inputs, parts, precision, **reading):
 
 def _parts(text):
     from cortexkit.formats.errors import CortexError
+    from cortexkit.tools.eeg.analysis import FEATURE_PARTS
 
     parts = tuple(p.strip() for p in text.split(",") if p.strip())
-    known = ("hist", "mean", "chmean", "champ", "chpow")  # analysis.FEATURE_PARTS (no torch here)
-    if not parts or set(parts) - set(known):
-        raise CortexError(f"--parts {text!r}: choose from {','.join(known)}")
+    if not parts or set(parts) - set(FEATURE_PARTS):
+        raise CortexError(f"--parts {text!r}: choose from {','.join(FEATURE_PARTS)}")
     return parts
 
 

@@ -422,7 +422,7 @@ def spanned_groups(template: Template) -> torch.Tensor:
     directly by the keypoints; the other groups are seen only through the sums of their chains)."""
     kp_joints = set(torch.nonzero(template.keypoints_joint.abs().sum(0) > 0).reshape(-1).tolist())
     out = torch.zeros(template.n_groups, dtype=torch.bool)
-    for i, p in enumerate(template.parents.tolist() if torch.is_tensor(template.parents) else template.parents):
+    for i, p in enumerate(template.parents):
         g = int(template.bone_group[i])
         if g >= 0 and i in kp_joints and p in kp_joints:
             out[g] = True
