@@ -85,7 +85,7 @@ def synth(run, template, template_units, clip, frames, rig, units, noise, dropou
         if not count.isdigit() or not 1 <= int(count) <= MAX_RING:
             raise CortexError(f"--rig {rig}: ring:N takes a whole number of virtual cameras N from 1 "
                               f"to {MAX_RING}")
-    from cortexkit.tools.avatar.api import read_template
+    from cortexkit.tools.avatar.inputs import read_template
 
     tpl, _, clips, factor = read_template(template, template_units, keypoints, None, None, symmetry, run.read_artifact)
     if clip is not None and clip not in clips:
@@ -176,7 +176,7 @@ def _resolve_shape(ctx) -> dict[str, str]:
         return {"keypoint-offsets": "auto: resolved from the template's keypoint map when the run reads it"}
     from cortexkit.tools.avatar.markers import auto_keypoint_offsets, vertex_set_keypoints
 
-    from cortexkit.tools.avatar.api import read_mapping
+    from cortexkit.tools.avatar.inputs import read_mapping
 
     spec = read_mapping(ctx.params.get("keypoints"), "--keypoints")
     weight, why = auto_keypoint_offsets([]) if spec is None else auto_keypoint_offsets(*vertex_set_keypoints(spec))
@@ -209,10 +209,11 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
           temporal_weight, lr, temporal_order, outlier_px):
     """Subject avatar over keyframes: template + views -> avatar (scale, bone scales, offsets)."""
     from cortexkit.tools.avatar import api
+    from cortexkit.tools.avatar.inputs import read_template
     from cortexkit.tools.avatar.io import AVATAR
 
-    tpl, _, _, _ = api.read_template(template, template_units, keypoints, limits, exclude_offsets, symmetry,
-                                     run.read_artifact)
+    tpl, _, _, _ = read_template(template, template_units, keypoints, limits, exclude_offsets, symmetry,
+                                 run.read_artifact)
     if keypoint_offsets == "auto":  # an avatar's keypoint map: known once it is read
         from cortexkit.tools.avatar.markers import auto_keypoint_offsets, template_vertex_sets
 

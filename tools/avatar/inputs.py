@@ -1,4 +1,5 @@
-"""What fit-avatar's verbs read: one avatar-views artifact, or per-camera 2D keypoint files (a
+"""What fit-avatar's verbs read: the template (a glTF skin or a fitted avatar) with its keypoint map,
+limits and symmetry files; one avatar-views artifact, or per-camera 2D keypoint files (a
 folder of them) with an Anipose calibration, and silhouette masks from files."""
 
 from __future__ import annotations
@@ -106,3 +107,51 @@ def with_file_masks(views, source, crop):
         return mask
 
     return {**views, "crops": crops, "masks": masks_from_files(read, crops, size)}
+
+
+def read_mapping(path, option: str = ""):
+    """A YAML mapping file of an option (``--keypoints``, ``--limits``), or a one-line error."""
+    if path is None:
+        return None
+    from cortexkit.formats.report import read_yaml_file
+
+    return read_yaml_file(path, f"{option} {path}".strip(), what="a mapping of joint or keypoint names")
+
+
+def read_limits(path):
+    """--limits YAML: joint -> [[lo x, y, z], [hi x, y, z]] radians, checked before any work."""
+    import numpy as np
+
+    data = read_mapping(path, "--limits")
+    for name, box in (data or {}).items():
+        try:
+            array = np.asarray(box, dtype=float)
+        except (TypeError, ValueError):
+            array = None
+        if array is None or array.shape != (2, 3) or not np.isfinite(array).all() \
+                or (array[0] > array[1]).any():
+            raise CortexError(f"--limits {path}: joint '{name}' needs [[lo x, y, z], [hi x, y, z]] "
+                              f"finite radians with lo <= hi, got {box!r}")
+    return data
+
+
+def read_template(source: str, units: str, keypoints, limits, exclude, symmetry, read_artifact):
+    """A glTF skin or an avatar artifact -> (Template, Shape or None, clips, unit factor)."""
+    from cortexkit.formats.calibration import unit_factor
+
+    if source.lower().endswith((".glb", ".gltf")):
+        from cortexkit.formats.gltf import read_gltf
+        from cortexkit.tools.avatar.model import template_from_mesh
+
+        mesh = read_gltf(source)
+        factor = unit_factor(units, "--template-units")
+        tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
+                                 mesh.rest_world, unit_mm=factor,
+                                 keypoints=read_mapping(keypoints, "--keypoints"),
+                                 limits=read_limits(limits), exclude_offsets=exclude,
+                                 symmetry=read_mapping(symmetry, "--symmetry"))
+        return tpl, None, mesh.animations, factor
+    from cortexkit.tools.avatar.io import AVATAR, avatar_from_artifact
+
+    tpl, shape, _ = avatar_from_artifact(read_artifact(source, AVATAR))
+    return tpl, shape, {}, 1.0
