@@ -77,8 +77,9 @@ def _with(options):
 def synth(run, template, template_units, clip, frames, rig, units, noise, dropout, outliers, crop, masks,
           bone_sd, offset_size, radius, keypoints, symmetry, image_dir, mask_dir):
     """Synthetic views of a hidden individual: 2D keypoints with noise, dropout, outliers, masks, truth."""
-    from cortexkit.tools.avatar.io import VIEWS, views_to_tensors
-    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+    from cortexkit.tools.avatar.api import synth_views
+    from cortexkit.tools.avatar.io import VIEWS
+    from cortexkit.tools.avatar.synth import SynthConfig
 
     if rig.startswith("ring:"):
         count = rig[len("ring:"):]
@@ -97,18 +98,8 @@ def synth(run, template, template_units, clip, frames, rig, units, noise, dropou
         rig_cal = read_calibration(rig, units)
     config = SynthConfig(noise=noise, dropout=dropout, outliers=outliers, bone_sd=bone_sd,
                          offset_size=offset_size, crop=crop, masks=masks, seed=run.seed)
-    cams, syn = make_views(tpl, clips[clip]["world"] if clip else None, factor, rig, rig_cal, config,
-                           frames=frames, radius=radius)
-    truth = {**syn.truth, "clean2d": syn.clean}
-    if image_dir or mask_dir:
-        from cortexkit.tools.avatar.texture import synthetic_colors
-
-        truth["colors"] = synthetic_colors(tpl.vertices)
-        from cortexkit.tools.avatar.texture import write_renders
-
-        write_renders(cams, syn.truth["vertices"], tpl.faces, truth["colors"], image_dir, mask_dir)
-    tensors, meta = views_to_tensors(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, crops=syn.crops,
-                                     masks=syn.masks, truth=truth)
+    tensors, meta = synth_views(tpl, clips[clip]["world"] if clip else None, factor, rig, rig_cal, config,
+                                frames=frames, radius=radius, image_dir=image_dir, mask_dir=mask_dir)
     run.write_artifact(tensors, VIEWS, metadata=meta)
 
 

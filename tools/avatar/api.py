@@ -10,6 +10,24 @@ import time
 from cortexkit.formats.errors import CortexError
 
 
+def synth_views(tpl, clip_world, factor, rig, rig_cal, config, *, frames, radius, image_dir=None,
+                mask_dir=None):
+    """``synth``: a hidden individual's views as avatar-views tensors and metadata, with the truth;
+    with ``image_dir`` / ``mask_dir`` also full-size colour renders / masks written per camera."""
+    from cortexkit.tools.avatar.io import views_to_tensors
+    from cortexkit.tools.avatar.synth import make_views
+
+    cams, syn = make_views(tpl, clip_world, factor, rig, rig_cal, config, frames=frames, radius=radius)
+    truth = {**syn.truth, "clean2d": syn.clean}
+    if image_dir or mask_dir:
+        from cortexkit.tools.avatar.texture import synthetic_colors, write_renders
+
+        truth["colors"] = synthetic_colors(tpl.vertices)
+        write_renders(cams, syn.truth["vertices"], tpl.faces, truth["colors"], image_dir, mask_dir)
+    return views_to_tensors(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, crops=syn.crops,
+                            masks=syn.masks, truth=truth)
+
+
 def observations(views, template):
     """(template restricted to the views' keypoints, Observations), or a one-line error naming
     the keypoints the template's map lacks."""
