@@ -13,6 +13,8 @@ the same seeds and the same subsets, in one run; writes YAML.
     OMP_NUM_THREADS=1 nice -n 10 python benchmarks/train_pcn/bench.py path \
         --data /tmp/heldout/digits-idx --depths 5,8,12,16 --seeds 0,1,2 -o digits.yaml
     ... bench.py path --data /tmp/heldout/patches --kind conv --archs vgg5,vgg7,vgg9 ...
+    ... bench.py path --data /tmp/pcnb/heldout/patches --depths 5 --epochs 5 --seeds 60,61 \
+        --methods BP,Meta-PCN --wn-lr-scales 1,0.5   (pcn16: the WN methods at lr x 1 and x 0.5)
 
 (``path``: any IMAGES train-pcn reads, its train and test splits; build the held-out sets with
 heldout.py.) Every method uses AdamW (lr 1e-3, PCX warmup-cosine), batch 128 and train-pcn's
