@@ -7,7 +7,7 @@ import os
 import click
 
 from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
-from cortexkit.cli.options import AutoOffFloat, OutputPath, Regex, Size
+from cortexkit.cli.options import AutoFloat, AutoOffFloat, OutputPath, Regex, Size
 from cortexkit.formats.errors import CortexError
 from cortexkit.tools.avatar import schema as _schema  # noqa: F401  (registers the schemas checked on read)
 
@@ -157,6 +157,9 @@ FIT_ADVANCED = ("symmetry", "limits", "exclude_offsets", "gate", "silhouette_wei
                 "temporal_order", "outlier_px")
 
 
+SIGMA_AUTO_BIAS = 0.03   # shape --sigma auto: FitConfig.sigma_bias (RESULTS section 14)
+
+
 def _resolve_shape(ctx) -> dict[str, str]:
     """``--keypoint-offsets auto`` -> a weight from the keypoint map, before --print-config shows it. A
     glTF template's map is its --keypoints file (or its joints); an avatar's is read by the verb."""
@@ -175,7 +178,8 @@ def _resolve_shape(ctx) -> dict[str, str]:
     return {"keypoint-offsets": why}
 
 
-@verb(group, "shape", output="artifact", torch_options=True, advanced=FIT_ADVANCED + ("steps", "keypoint_offsets"),
+@verb(group, "shape", output="artifact", torch_options=True,
+      advanced=FIT_ADVANCED + ("steps", "keypoint_offsets", "sigma"),
       resolve=_resolve_shape)
 @click.argument("template")
 @click.argument("inputs", nargs=-1)
@@ -194,9 +198,14 @@ def _resolve_shape(ctx) -> dict[str, str]:
                    "mesh stages with this L2 weight (mean squared offset in body lengths, per frame); "
                    "0 or off: keypoints sit exactly on the template's joints / vertex sets; auto: the "
                    "chosen weight when the keypoint map has a vertex-set keypoint, off when all are joints.")
+@click.option("--sigma", type=AutoFloat(min=0, min_open=True), default=0.1, show_default=True,
+              metavar="FLOAT|auto",
+              help="Soft-rasteriser blur of the silhouettes (crop px^2); auto: the largest <= 0.1 at which "
+                   "the body fitted to the keypoints renders within 3 % of the masks' area (sharper on "
+                   "thin limbs; not the default, RESULTS section 14).")
 @_with(fit_opts)
 def shape(run, template, inputs, template_units, calibration, units, camera_names, n_keyframes, keyframes,
-          steps, images_dir, keypoint_offsets, keypoints, symmetry, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
+          steps, images_dir, keypoint_offsets, sigma, keypoints, symmetry, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
           temporal_weight, lr, temporal_order, outlier_px):
     """Subject avatar over keyframes: template + views -> avatar (scale, bone scales, offsets)."""
     from cortexkit.tools.avatar import api
@@ -218,7 +227,8 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
                               images_dir=images_dir, silhouettes=silhouettes, gate=gate,
                               silhouette_weight=silhouette_weight, temporal_weight=temporal_weight, lr=lr,
                               outlier_px=outlier_px, temporal_order=temporal_order,
-                              keypoint_offsets=keypoint_offsets)
+                              keypoint_offsets=keypoint_offsets,
+                              **({"sigma_bias": SIGMA_AUTO_BIAS} if sigma == "auto" else {"sigma": sigma}))
     run.write_artifact(tensors, AVATAR, metadata={**meta, **({"cortexkit.why": run.why} if run.why else {})})
 
 

@@ -60,6 +60,17 @@ def observed_bone_error(tpl, shape, truth) -> float:
     return float((ratio[groups] - 1).abs().mean()) if groups else float("nan")
 
 
+def bone_split(tpl, shape, truth) -> list[float]:
+    """Mean |bone length ratio - 1| (bone scale x global scale) over the groups a keypoint pair spans
+    (spanned_groups) and over the others: [spanned, unspanned]."""
+    from cortexkit.tools.avatar.fit import spanned_groups
+
+    spanned = spanned_groups(tpl)
+    err = (shape.bone_scales * shape.scale / (truth["bone_scales"] * truth["scale"].reshape(())) - 1).double().abs()
+    return [float(err[spanned].mean()) if spanned.any() else float("nan"),
+            float(err[~spanned].mean()) if (~spanned).any() else float("nan")]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--template", default=str(HEX / "hexapod.glb"), help="rigged glTF in metres")
@@ -90,6 +101,11 @@ def main():
     ap.add_argument("--start", type=int, default=0, help="first frame of the clip")
     ap.add_argument("--masks-grad-all", action="store_true", help="also fit (and track) a masked avatar with "
                     "the rasteriser's reference backward (FitConfig.silhouette_grad_all), under masks_grad_all")
+    ap.add_argument("--masks-sigma-bias", default="", help="also fit masked avatars with the blur calibrated "
+                    "(FitConfig.sigma_bias; RESULTS section 14), comma-separated tolerances, each under "
+                    "masks_sigma_bias_T")
+    ap.add_argument("--masks-sigma-bias-bones", default="", help="the same, calibrated blur in the bones stage "
+                    "only (sigma_bias_mesh false), each under masks_sigma_bias_bones_T")
     ap.add_argument("--keypoint-offsets", default="", help="keypoint-only avatars with these marker weights "
                     "(FitConfig.keypoint_offsets; W or W:mesh), comma-separated, instead of the default one")
     args = ap.parse_args()
@@ -146,6 +162,10 @@ def main():
                                  {"keypoint_offsets": float(w), "markers_in_bones": where != "mesh"}))
         variants += [] if args.no_masks else [("masks", True, {})]
         variants += [("masks_grad_all", True, {"silhouette_grad_all": True})] if args.masks_grad_all else []
+        variants += [(f"masks_sigma_bias_{t}", True, {"sigma_bias": float(t)})
+                     for t in args.masks_sigma_bias.split(",") if t]
+        variants += [(f"masks_sigma_bias_bones_{t}", True, {"sigma_bias": float(t), "sigma_bias_mesh": False})
+                     for t in args.masks_sigma_bias_bones.split(",") if t]
         for name, sil, extra in variants:
             config = FitConfig(**{**overrides, **extra, "silhouettes": sil})
             t0, w0 = time.process_time(), time.perf_counter()
@@ -172,6 +192,9 @@ def main():
                 "vertex_error_mm": m["vertex_error_mm"], "joint_angle_error_deg": m["joint_angle_error_deg"],
                 "bone_scale_error": m["bone_scale_error"], "bone_scale_error_max": m["bone_scale_error_max"],
                 "bone_scale_error_observed": observed_bone_error(tpl, shaped.shape, truth),
+                "bone_length_error_spanned_unspanned": bone_split(tpl, shaped.shape, truth),
+                "sigma": shaped.sigma if sil else None,
+                "sigma_area_ratio": None if shaped.sigma_ratio is None else [round(float(r), 4) for r in shaped.sigma_ratio],
                 "scale_error": m["scale_error"], "shape_cpu_s": shape_cpu,
                 "shape_wall_s": time.perf_counter() - w0 - track_cpu,
                 "track_cpu_s_per_frame": track_cpu / len(world), "peak_rss_mb_so_far": peak_mb()}

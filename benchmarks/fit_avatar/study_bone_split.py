@@ -12,13 +12,16 @@ Variants (FitConfig overrides, all with the shape command's steps 100,150,150,60
 keypoints (no silhouettes), masks (the default), mesh_only (bones_silhouettes false), split
 (bones_split: keypoint bones stage, then silhouettes on the unspanned groups only), offsets
 (bones_offsets: vertex offsets free in the masked bones stage), split_offsets (both), masks_w10
-(silhouette weight 10), masks_sigma003 (rasteriser blur 0.03 crop px^2), masks_sigma002 (0.02: section 13). A split with the pose frozen
+(silhouette weight 10), masks_sigma003 (rasteriser blur 0.03 crop px^2), masks_sigma002 (0.02: section 13), masks_sigmaauto (the blur calibrated on the keypoint-fitted body: the largest sigma <= 0.1
+whose soft render is at most 3 % larger than the masks, FitConfig.sigma_bias 0.03: section 14), masks_sigmaauto_bones (the same in the bones stage only; the mesh stage at
+0.1). A split with the pose frozen
 is not offered: a chain's end keypoint would move with its split.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import time
 from pathlib import Path
@@ -37,7 +40,9 @@ VARIANTS = {"keypoints": {"silhouettes": False}, "masks": {}, "mesh_only": {"bon
             "split": {"bones_split": True}, "offsets": {"bones_offsets": True},
             "split_offsets": {"bones_split": True, "bones_offsets": True},
             "masks_w10": {"silhouette_weight": 10.0}, "masks_sigma003": {"sigma": 0.03},
-            "split_sigma003": {"bones_split": True, "sigma": 0.03}, "masks_sigma002": {"sigma": 0.02}}
+            "split_sigma003": {"bones_split": True, "sigma": 0.03}, "masks_sigma002": {"sigma": 0.02},
+            "masks_sigmaauto": {"sigma_bias": 0.03},
+            "masks_sigmaauto_bones": {"sigma_bias": 0.03, "sigma_bias_mesh": False}}
 
 
 def main():
@@ -75,7 +80,8 @@ def main():
     for name in args.variants.split(","):
         config = FitConfig(**{"shape_steps": steps, "keypoint_offsets": args.markers, **VARIANTS[name]})
         t0 = time.process_time()
-        shape = fit_avatar_shape(tpl, obs, config, args.keyframes).shape
+        shaped = fit_avatar_shape(tpl, obs, config, args.keyframes)
+        shape = shaped.shape
         cpu = time.process_time() - t0
         pose = track_sequence(tpl, shape, obs, FitConfig(silhouettes=False)).pose
         m = model_metrics(tpl, shape, pose, truth, cams)
@@ -85,7 +91,11 @@ def main():
             "bone_error_unspanned": float(err[~spanned].abs().mean()),
             "bone_error_signed": {n: round(float(e), 4) for n, e in zip(tpl.group_names, err)},
             "scale_error": float(shape.scale / truth["scale"].reshape(()) - 1),
-            "track_mpjpe_mm": m["mpjpe_mm"], "vertex_error_mm": m["vertex_error_mm"], "shape_cpu_s": cpu}
+            "track_mpjpe_mm": m["mpjpe_mm"], "vertex_error_mm": m["vertex_error_mm"], "shape_cpu_s": cpu,
+            "sigma": shaped.sigma if config.silhouettes else None,
+            "sigma_mesh": config.sigma if config.silhouettes and not config.sigma_bias_mesh else None,
+            "sigma_area_ratio": None if shaped.sigma_ratio is None else [round(float(r), 4) for r in shaped.sigma_ratio],
+            "peak_rss_mb_so_far": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
         print(f"# {name}: {out['variants'][name]}", file=sys.stderr, flush=True)
     yaml.safe_dump(out, sys.stdout, sort_keys=False)
 

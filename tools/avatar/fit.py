@@ -23,7 +23,8 @@ steps, × 0.25) as Time.json's [300, 330] of 350; one step covers every frame of
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -69,6 +70,12 @@ class FitConfig:
     gate: float = 2.0               # crop pixels: silhouettes count once keypoints fit within this
     crop: int = 64                  # crop size (pixels) of the keypoint scale and the silhouettes
     sigma: float = 0.1              # soft rasteriser blur, squared crop pixels (PyTorch3D 1e-4 NDC² at 100 px ≈ 0.25)
+    sigma_bias: float = 0.0         # > 0: the blur follows the subject's pixel size: the largest sigma (<= sigma)
+                                    # at which the body fitted to the keypoints renders at most this much
+                                    # larger than the masks (:func:`calibrated_sigma`; study,
+                                    # benchmarks/fit_avatar RESULTS section 14)
+    sigma_bias_mesh: bool = True    # with sigma_bias: the calibrated blur in the mesh stage too (False: the
+                                    # bones stage only, the mesh stage's offsets keep ``sigma``'s reach)
     silhouettes: bool = True
     lr: float = 0.03
     shape_steps: tuple = (100, 150, 150, 150)   # global, pose, bones, mesh
@@ -207,6 +214,51 @@ def select_cameras(confidence: torch.Tensor, n: int, min_keypoints: int = 3) -> 
         out[f, keep] = True
         previous = keep
     return out
+
+
+def _area_ratio(pix: torch.Tensor, faces: torch.Tensor, size: int, sigma: float, masks: torch.Tensor,
+                chunk: int = 16) -> float:
+    """Soft-rendered area of (N, V, 2) crop-pixel meshes over the area of masks (N, size, size)."""
+    with torch.no_grad():
+        area = sum(float(soft_silhouette(pix[i:i + chunk], faces, size, sigma).sum())
+                   for i in range(0, len(pix), chunk))
+    return area / max(float(masks.sum()), 1e-9)
+
+
+def calibrated_sigma(template: Template, verts: torch.Tensor, obs: Observations, use: torch.Tensor,
+                     largest: float, tolerance: float, smallest: float = 0.005, iterations: int = 6):
+    """The blur that follows the subject's pixel size. The soft rasteriser renders thin parts too
+    large (the front and back faces both add their blur at an outline: +23 % area for the hexapod's
+    1-2 px legs at sigma 0.1, +4.5 % for the Fox at 64 px; benchmarks/fit_avatar RESULTS section
+    13), and a silhouette term that sees its body too large shrinks it. So the body as the keypoints
+    have fitted it, verts (B, V, 3), is rendered in the views ``use`` (B, C) the silhouettes will use
+    and its soft area compared with the masks' there; sigma is the largest in [smallest, largest]
+    whose area ratio is <= 1 + tolerance (bisection in log sigma; the ratio grows with sigma), so
+    the silhouettes start without a net pull on the size the keypoints gave.
+    Returns (sigma, ratio at sigma, ratio at largest)."""
+    b_idx, c_idx = use.nonzero(as_tuple=True)
+    if len(b_idx) == 0:
+        return largest, float("nan"), float("nan")
+    size = obs.masks.shape[-1]
+    vproj = project(obs.cameras, verts.detach()).permute(1, 0, 2, 3)[b_idx, c_idx]
+    crop = obs.crops[b_idx, c_idx].to(vproj.dtype)
+    pix = (vproj - crop[:, None, :2]) * crop[:, None, 2:]
+    masks = obs.masks[b_idx, c_idx].to(pix.dtype)
+    top = _area_ratio(pix, template.faces, size, largest, masks)
+    if top <= 1 + tolerance:
+        return largest, top, top
+    low = _area_ratio(pix, template.faces, size, smallest, masks)
+    if low > 1 + tolerance:
+        return smallest, low, top
+    lo, hi, ratio = math.log(smallest), math.log(largest), low
+    for _ in range(iterations):
+        mid = (lo + hi) / 2
+        r = _area_ratio(pix, template.faces, size, math.exp(mid), masks)
+        if r <= 1 + tolerance:
+            lo, ratio = mid, r
+        else:
+            hi = mid
+    return math.exp(lo), ratio, top
 
 
 # ---------------------------------------------------------------------------------------------
@@ -385,6 +437,8 @@ class ShapeResult:
     keypoint_error: torch.Tensor   # (B,) crop px
     silhouette_error: torch.Tensor  # (B,)
     keyframes: list[int] = field(default_factory=list)
+    sigma: float | None = None      # the rasteriser blur the silhouettes used (config.sigma_bias: calibrated)
+    sigma_ratio: tuple | None = None  # with sigma_bias: (area ratio at sigma, at config.sigma)
 
 
 @dataclass
@@ -475,10 +529,25 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
         frozen["split"] = spanned_groups(template)
     hooks = hooks or Hooks(log=log)
     last = None
+    calibrate = config.silhouettes and config.sigma_bias > 0 and obs.masks is not None
+    ratios, calibrated = None, config.sigma
     for (name, train, sil), steps in zip(stages, stage_steps):
         if steps <= 0:
             hooks.stop(f"shape {name}", 0, 0, "steps", "skipped (0 steps)")
             continue
+        if sil and calibrate:   # once, before the first silhouette stage, on the body fitted to keypoints
+            calibrate = False
+            with torch.no_grad():
+                verts, _, _ = forward(template, params.shape(), params.pose(), with_vertices=True)
+            views = use & (torch.isfinite(obs.keypoints).all(-1) & (obs.confidence > 0)).any(-1)
+            if config.silhouette_cameras > 0:
+                views &= select_cameras(obs.confidence, config.silhouette_cameras)
+            sigma, ratio, top = calibrated_sigma(template, verts, obs, views, config.sigma, config.sigma_bias)
+            hooks.log(f"shape: rasteriser blur sigma {sigma:.4g} crop px^2 (rendered / mask area {ratio:.3f}; "
+                      f"{top:.3f} at {config.sigma:g})")
+            config, ratios, base_sigma, calibrated = replace(config, sigma=sigma), (ratio, top), config.sigma, sigma
+        if name == "mesh" and ratios is not None and not config.sigma_bias_mesh:
+            config = replace(config, sigma=base_sigma)
         with hooks.bar(steps, f"shape {name}") as bar:
             def on_step(step, l_kp, l_sil, name=name, steps=steps, bar=bar):
                 bar.update(1)
@@ -491,7 +560,7 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
                   f"silhouette {last[1].mean():.4f}")
         hooks.stop(f"shape {name}", steps, steps, "steps", "completed",
                    keypoint_px=round(float(last[0].mean()), 4), silhouette=round(float(last[1].mean()), 5))
-    return ShapeResult(params.shape(), params.pose(), last[0], last[1])
+    return ShapeResult(params.shape(), params.pose(), last[0], last[1], sigma=calibrated, sigma_ratio=ratios)
 
 
 @dataclass
