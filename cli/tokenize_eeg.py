@@ -93,7 +93,7 @@ def _speed(run, verb_name, windows, started, model_seconds):
       advanced=ADVANCED_RECORDING + ("stem", "encoder_depth", "min_lr", "weight_decay", "warmup_epochs", "amp",
                                      "contrastive", "codebooks", "patches", "max_windows",
                                      "validation_share", "kmeans_init", "dead_code_threshold",
-                                     "signal_weight", "warm_start_epochs"))
+                                     "signal_weight", "warm_start_epochs", "random_crop"))
 @click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
 @click.option("--channels", default="standard-1020", show_default=True, metavar="standard-1020|A,B,..",
               help="Montage, in order (missing channels are an error).")
@@ -139,6 +139,9 @@ def _speed(run, verb_name, windows, started, model_seconds):
 @click.option("--warm-start-epochs", type=click.FloatRange(min=0), default=16.0, show_default=True,
               help="Epochs' worth of steps fitting tokens and decoders to k-means of the patches before "
                    "training, which then starts from k-means's codes (0 = off, the paper's random start).")
+@click.option("--random-crop/--no-random-crop", default=True, show_default=True,
+              help="Cut each training window anew every batch at a random sub-patch offset of the "
+                   "recording (fixed windows; off: the paper's fixed grid; measured, see the man page).")
 @click.option("--amp", is_flag=True, help="bf16 autocast (quantizers stay fp32).")
 @click.option("--max-windows", type=click.IntRange(min=0), default=0, show_default=True,
               help="Use at most this many training windows (evenly spaced; 0 = all).")
@@ -148,7 +151,8 @@ def _speed(run, verb_name, windows, started, model_seconds):
 @recording_options
 def train_cmd(run, recordings, channels, mains, patches, preset, encoder_depth, codebook_size, kmeans_init,
               dead_code_threshold, codebooks, stem, epochs, lr, min_lr, weight_decay, warmup_epochs,
-              contrastive, signal_weight, warm_start_epochs, amp, max_windows, validation_share, **reading):
+              contrastive, signal_weight, warm_start_epochs, random_crop, amp, max_windows, validation_share,
+              **reading):
     """Train a tokenizer on recordings -> eeg-tokenizer artifact."""
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg import api
@@ -157,7 +161,8 @@ def train_cmd(run, recordings, channels, mains, patches, preset, encoder_depth, 
     prep = eeg.Preprocessing(channels=eeg.parse_channels(channels), patches=patches,
                              mains=None if mains == "none" else float(mains))
     windows = WindowCut(run, prep, patches, **reading)
-    x, high = windows.training_windows(recordings, max_windows)
+    random_crop = random_crop and windows.spec is None  # event windows stay locked to their events
+    x, high = windows.training_windows(recordings, max_windows, context=random_crop)
     model, metadata = api.train_tokenizer(
         run, x, prep, preset=preset, encoder_depth=encoder_depth, codebook_size=codebook_size, lr=lr,
         validation_share=validation_share,
@@ -166,7 +171,7 @@ def train_cmd(run, recordings, channels, mains, patches, preset, encoder_depth, 
         train_options=dict(epochs=epochs, batch_size=reading["batch_size"], min_lr=min_lr,
                            weight_decay=weight_decay, warmup_epochs=warmup_epochs,
                            contrastive=contrastive, amp=amp, signal_weight=signal_weight,
-                           warm_start_epochs=warm_start_epochs),
+                           warm_start_epochs=warm_start_epochs, random_crop=random_crop),
         training_record={"high_amplitude_share": high, "window_cut": windows.describe()})
     run.write_artifact(api.state_tensors(model), KIND_TOKENIZER, version=str(VERSION),
                        metadata={**metadata, "eeg.preprocessing": prep.to_dict()})

@@ -194,6 +194,7 @@ def main():
     size = auto_codebook_size(patches)
     settings = {k: yaml.safe_load(v) for k, _, v in
                 (item.partition("=") for item in filter(None, args.variant.split(",")))}
+    stride = settings.pop("stride", None)
     model_keys = {k: settings.pop(k) for k in list(settings) if k in TokenizerConfig.__dataclass_fields__}
     config = config_from_preset(preset, **{**dict(channels=19, max_patches=4, codebook_size=size,
                                                   kmeans_init=True, dead_code_threshold=1.0,
@@ -211,12 +212,30 @@ def main():
               "train_windows": len(train), "test_windows": len(test), "preset": preset,
               "codebook_size": size, "train_config": tc.to_dict(), "model": model_keys}
     fit_index, validation_index = api.validation_split(len(train), args.validation_share)
+    floor_windows, floor_key = train, ""
+    if stride is not None or tc.random_crop:  # augmentation study: other training windows, the
+        # same optimiser steps, the auto preset and codebook of the non-overlapping windows
+        base_per_epoch = -(-len(fit_index) // tc.batch_size)
+        train = (fixed_windows(train_runs, prep, args.cache, float(stride)) if stride is not None else
+                 fixed_windows(train_runs, eeg.Preprocessing(patches=5), args.cache, 4.0))
+        fit_index, validation_index = api.validation_split(len(train), args.validation_share)
+        scale = base_per_epoch / -(-len(fit_index) // tc.batch_size)
+        tc.epochs = int(round(tc.epochs * scale))
+        tc.warm_start_epochs *= scale
+        tc.warmup_epochs *= scale
+        result["train_config"] = tc.to_dict()
+        result["epochs_scale"], result["stride"] = scale, stride
+        if stride is not None:  # the floor on the same overlapping windows, in this run
+            floor_windows, floor_key = train, f"_stride{stride:g}"
+    per_epoch = -(-len(fit_index) // tc.batch_size)
+    result["steps"] = {"per_epoch": per_epoch, "train": tc.epochs * per_epoch,
+                       "warm_start": int(round(tc.warm_start_epochs * per_epoch))}
     result["fit_windows"], result["validation_windows"] = len(fit_index), len(validation_index)
     start, cpu_start = time.time(), time.process_time()
     best_state = None
     if len(validation_index):  # as api.fit, plus a copy of the best-validation epoch's state
         model, history, best_state, best_epoch = fit_tracking_best(
-            train[fit_index], train[validation_index], config, tc, args.seed)
+            train[fit_index], train[validation_index][:, :, :4], config, tc, args.seed)
     else:
         model, history = api.fit(train, config, tc, seed=args.seed)
     result["train_seconds"] = time.time() - start
@@ -224,22 +243,23 @@ def main():
     result["validation_curve"] = [round(r["validation"], 5) for r in history if "validation" in r]
     result["kept_epoch"] = history[-1].get("kept_epoch", len(history))
     if "recon" in args.parts:
-        cached = Path(args.cache) / f"floor_H_k{size}_s{args.seed}.yaml"  # study.py's key
+        cached = Path(args.cache) / f"floor_H_k{size}_s{args.seed}{floor_key}.yaml"  # study.py's key
         if cached.is_file():  # the same floor (all 278 training windows, K, seed) as before
             floor = yaml.safe_load(cached.read_text())
         else:
             t0 = time.time()
-            floor = kmeans_floor(train, test, size, seed=args.seed)
+            floor = kmeans_floor(floor_windows, test, size, seed=args.seed)
             floor["seconds"] = time.time() - t0
             Path(args.cache).mkdir(parents=True, exist_ok=True)
             cached.write_text(yaml.safe_dump(floor))
-        result["reconstruction"] = reconstruction(model, test, train[fit_index], floor)
+        fit = train[fit_index][:, :, :4]  # random_crop's windows carry a patch of context
+        result["reconstruction"] = reconstruction(model, test, fit, floor)
         log(f"recon: {result['reconstruction']['tokenizer']} floor {floor}")
         if best_state is not None and tc.keep == "last":  # the best-validation epoch, same run
             last_state = {k: v.clone() for k, v in model.state_dict().items()}
             model.load_state_dict(best_state)
             result["reconstruction_best_epoch"] = {
-                "epoch": best_epoch, **reconstruction(model.eval(), test, train[fit_index], floor)}
+                "epoch": best_epoch, **reconstruction(model.eval(), test, fit, floor)}
             del result["reconstruction_best_epoch"]["kmeans_floor"]
             model.load_state_dict(last_state)
             model.eval()

@@ -9,7 +9,12 @@ Splits of the shipped EEGMMIDB S001 runs (4-s windows, 19 channels, no overlap):
 * A: train R03-R06, validate R07-R08 (choosing);
 * B: train R01, R02, R09, R10, validate R05, R06 (choosing; other runs, baselines included);
 * H: train R01-R10, test R11-R14 (held out: never looked at while choosing).
-Variant keys: any TokenizerConfig field (preset-sized), TrainConfig field, or preset=NAME.
+Variant keys: any TokenizerConfig field (preset-sized), TrainConfig field, or preset=NAME; and
+``stride=S`` (issue 33 augmentation study): the variant trains on windows every S seconds instead
+(overlapping), at the base's optimiser steps (epochs, warm-start and warmup epochs scaled by the
+ratio of steps per epoch), against a k-means floor fitted in the same run on those same windows.
+``random_crop=true`` cuts the training windows with one patch of context after them (P+1 patches,
+starts every P seconds as the base's), which the training crops at random sub-patch offsets.
 
 Like ``tokenize-eeg train``, every variant trains on the training runs' windows less a validation
 share (``--validation-share``, every 10th window by default; 0 = train on all, the runs before
@@ -51,12 +56,13 @@ class Batch:
         self.x, self.starts, self.labels, self.source_index = x, np.zeros(len(x)), [""] * len(x), 0
 
 
-def windows(runs, prep, cache):
-    path = Path(cache) / f"w_{'_'.join(map(str, runs))}_p{prep.patches}.npy"
+def windows(runs, prep, cache, stride=None):
+    tail = "" if stride is None else f"_s{stride:g}"
+    path = Path(cache) / f"w_{'_'.join(map(str, runs))}_p{prep.patches}{tail}.npy"
     if path.is_file():
         return np.load(path)
     recs = [eeg.load(str(DATA / f"S001R{r:02d}.edf"), prep) for r in runs]
-    x = np.concatenate([b.x for b in eeg.iter_windows(recs, prep, None, 256)])
+    x = np.concatenate([b.x for b in eeg.iter_windows(recs, prep, stride, 256)])
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, x)
     return x
@@ -106,7 +112,7 @@ def run_variant(train, test, settings, args, log, validation=None):
     settings = dict(settings)
     preset = settings.pop("preset", args.preset)
     model_keys = {k: settings.pop(k) for k in list(settings) if k in TokenizerConfig.__dataclass_fields__}
-    config = config_from_preset(preset, **{**dict(channels=train.shape[1], max_patches=train.shape[2],
+    config = config_from_preset(preset, **{**dict(channels=train.shape[1], max_patches=args.patches,
                                                   codebook_size=args.codebook_size, kmeans_init=True,
                                                   dead_code_threshold=1.0), **model_keys})
     tc = TrainConfig(**{**dict(epochs=args.epochs, batch_size=32, lr=1e-3, contrastive=True,
@@ -116,7 +122,11 @@ def run_variant(train, test, settings, args, log, validation=None):
         validation = train[:0]
     model, history, best_state, best_epoch = fit_tracking_best(train, validation, config, tc, args.seed)
     seconds, cpu = time.time() - start, time.process_time() - cpu_start
-    out = {"preset": preset, "model": model_keys, "train": tc.to_dict(), "train_seconds": seconds,
+    train = train[:, :, :args.patches]  # random_crop's windows carry a patch of context
+    per_epoch = -(-len(train) // tc.batch_size)
+    out = {"steps": {"per_epoch": per_epoch, "train": tc.epochs * per_epoch,
+                     "warm_start": int(round(tc.warm_start_epochs * per_epoch))},
+           "preset": preset, "model": model_keys, "train": tc.to_dict(), "train_seconds": seconds,
            "train_cpu_seconds": cpu, **scores(model, test, train)}
     out["validation_curve"] = [round(r["validation"], 5) for r in history if "validation" in r]
     if best_state is not None:
@@ -166,19 +176,48 @@ def main():
         cached.write_text(yaml.safe_dump(result["kmeans_floor"]))
     log(f"floor {result['kmeans_floor']}")
     result["variants"] = {}
+    ratio = lambda part, floor: {  # noqa: E731  amplitude: the better of the floor's two codebooks
+        "time_nmse": part["test"]["time_nmse"] / floor["time_nmse"],
+        "amplitude_nmse_signal": part["test"]["amplitude_nmse_signal"] / min(
+            floor["amplitude_nmse_signal"], floor["amplitude_nmse"])}
     for text in args.variants.split(";"):
         name, settings = parse_variant(text)
         log(f"variant {name}: {settings}")
-        entry = run_variant(train[fit_index], test, settings, args, log,
-                            validation=train[validation_index])
+        stride = settings.pop("stride", None)
+        floor, own = result["kmeans_floor"], {}
+        x, fit, val = train, fit_index, validation_index
+        if stride is not None or settings.get("random_crop"):
+            x = (windows(train_runs, prep, args.cache, float(stride)) if stride is not None else
+                 windows(train_runs, eeg.Preprocessing(patches=args.patches + 1), args.cache,
+                         float(args.patches)))
+            fit, val = api.validation_split(len(x), args.validation_share)
+            batch = settings.get("batch_size", 32)
+            scale = -(-len(fit_index) // batch) / -(-len(fit) // batch)  # the base's optimiser steps
+            settings["epochs"] = int(round(settings.get("epochs", args.epochs) * scale))
+            for key in ("warm_start_epochs", "warmup_epochs"):
+                if key in settings:
+                    settings[key] = settings[key] * scale
+            own = {"training_windows": len(x), "fit_windows": len(fit), "epochs_scale": scale}
+            log(f"variant {name}: {len(x)} windows, {len(fit)} fitted, epochs x {scale:.4f}: {settings}")
+        if stride is not None:  # the floor on the same (overlapping) training windows, this run
+            cached = Path(args.cache) / f"floor_{args.split}_k{args.codebook_size}_s{args.seed}_stride{stride:g}.yaml"
+            if cached.is_file():
+                floor = yaml.safe_load(cached.read_text())
+            else:
+                t0 = time.time()
+                floor = kmeans_floor(x, test, args.codebook_size, seed=args.seed)
+                floor["seconds"] = time.time() - t0
+                cached.write_text(yaml.safe_dump(floor))
+            own["kmeans_floor"] = floor
+            log(f"floor on the stride-{stride:g} windows {floor}")
+        entry = run_variant(x[fit], test, settings, args, log, validation=x[val][:, :, :args.patches])
+        entry.update(own)
         result["variants"][name] = entry
-        floor = result["kmeans_floor"]
         for part in (entry, entry.get("best")):
             if part is not None:
-                part["ratio_to_floor"] = {  # amplitude: the better of the floor's two codebooks
-                    "time_nmse": part["test"]["time_nmse"] / floor["time_nmse"],
-                    "amplitude_nmse_signal": part["test"]["amplitude_nmse_signal"] / min(
-                        floor["amplitude_nmse_signal"], floor["amplitude_nmse"])}
+                part["ratio_to_floor"] = ratio(part, floor)
+                if floor is not result["kmeans_floor"]:
+                    part["ratio_to_base_floor"] = ratio(part, result["kmeans_floor"])
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(yaml.safe_dump(result, sort_keys=False))
     print(yaml.safe_dump(result, sort_keys=False))

@@ -39,7 +39,7 @@ for path in sys.argv[1:]:
         epochs = f"{epochs}, depth {d['model']['depth']}"
     if d["train_config"].get("warm_start_epochs"):
         epochs = f"{epochs}, warm start {d['train_config']['warm_start_epochs']:g}"
-    for key in ("phase_weight", "warm_start_kmeans_patches", "keep"):
+    for key in ("phase_weight", "warm_start_kmeans_patches", "keep", "random_crop", "amplitude_jitter"):
         if key in d["train_config"] and key in d["command"]:
             epochs = f"{epochs}, {key} {d['train_config'][key]}"
     groups[epochs].append(row)

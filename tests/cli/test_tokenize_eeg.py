@@ -599,3 +599,82 @@ def test_features_parts_default_follows_the_probe_rule(sh):
     proc = sh("cortexkit tokenize-eeg features --print-config")
     assert proc.returncode == 0, proc.stderr
     assert yaml.safe_load(proc.stdout)["parts"] == "hist,mean"
+
+
+def augmentation_cells():
+    """The augmentation study's files (benchmarks/tokenize_eeg/RESULTS.md "Study: more distinct
+    training windows") -> {(split, seed): {variant: (time ratio, amplitude ratio, CPU s, steps)}},
+    each ratio to the k-means floor fitted in the cell on the windows the variant trains from."""
+    from pathlib import Path
+
+    import yaml
+
+    study = Path(__file__).resolve().parents[2] / "benchmarks" / "tokenize_eeg" / "results" / "study"
+    cells = {}
+    for path in sorted(study.glob("[AB]_aug*_s[01].yaml")):
+        data = yaml.safe_load(path.read_text())
+        for name, v in data["variants"].items():
+            floor = v.get("kmeans_floor", data["kmeans_floor"])
+            amp = min(floor["amplitude_nmse_signal"], floor["amplitude_nmse"])
+            cells.setdefault((data["split"], data["seed"]), {})[name] = (
+                v["test"]["time_nmse"] / floor["time_nmse"], v["test"]["amplitude_nmse_signal"] / amp,
+                v["train_cpu_seconds"], v["steps"]["train"])
+    return cells
+
+
+def test_random_crop_default_follows_the_augmentation_rule(sh):
+    """train --random-crop is on by default because the augmentation study's files (choosing
+    splits A, B x seeds 0-1, every variant at the base's optimiser steps) meet the rule written
+    before the runs for it, with the largest mean time drop of the passing candidates: mean time
+    ratio >= 0.03 lower, lower in >= 3 of 4 cells, mean amplitude ratio not higher, CPU <= 2.3x.
+    Overlapping windows (s125) fail against the floor fitted on those same windows."""
+    import yaml
+
+    cells = augmentation_cells()
+    assert len(cells) == 4
+    base = [c["base"] for c in cells.values()]
+    mean = lambda rows, i: np.mean([r[i] for r in rows])  # noqa: E731
+
+    def drop_if_passing(name):
+        got = [c[name] for c in cells.values()]
+        assert all(abs(g[3] - b[3]) <= 0.05 * b[3] for g, b in zip(got, base))  # equal steps
+        drop = mean(base, 0) - mean(got, 0)
+        ok = (drop >= 0.03 and sum(g[0] < b[0] for g, b in zip(got, base)) >= 3
+              and mean(got, 1) <= mean(base, 1) and mean(got, 2) <= 2.3 * mean(base, 2))
+        return drop if ok else None
+
+    drops = {name: drop_if_passing(name) for name in ("s125", "crop", "gain")
+             if all(name in c for c in cells.values())}
+    assert drops["s125"] is None and drops["crop"] is not None  # crop: 0.937 -> 0.901
+    assert max((d for d in drops.values() if d is not None)) == drops["crop"]
+    proc = sh("cortexkit tokenize-eeg train --print-config")
+    assert proc.returncode == 0, proc.stderr
+    assert yaml.safe_load(proc.stdout)["random-crop"] is True
+
+
+@pytest.mark.slow
+def test_random_crop_trains_on_windows_with_context_and_is_stored(cli, shared_data, tmp_path):
+    """train (installed command) cuts its fixed windows with one patch of context when random crop
+    is on (the default), says so, stores it in the artifact, and the tokenizer encodes 4-patch
+    windows; --no-random-crop restores the paper's fixed grid; event windows are never cropped."""
+    stored = {}
+    for flag in ((), ("--no-random-crop",)):
+        tok = tmp_path / f"tok{len(flag)}.st"
+        proc = cli("tokenize-eeg", "train", shared_data / S001 / "S001R01.edf", *TINY, "--epochs", "1",
+                   *flag, "-o", tok)
+        assert proc.returncode == 0, proc.stderr
+        assert ("(+1 s of context each, for random crops)" in proc.stderr) == (not flag)
+        artifact = read(tok, "eeg-tokenizer")
+        stored[bool(flag)] = artifact.meta_json("eeg.training")["random_crop"]
+        assert artifact.meta_json("eeg.model")["max_patches"] == 4
+        tokens = tmp_path / f"t{len(flag)}.st"
+        proc = cli("tokenize-eeg", "encode", tok, shared_data / S001 / "S001R02.edf", "-o", tokens)
+        assert proc.returncode == 0, proc.stderr
+        assert read(tokens, "eeg-tokens").tensors["token_f"].shape[1:] == (19, 4)
+    assert stored == {False: True, True: False}
+    tok = tmp_path / "events.st"
+    proc = cli("tokenize-eeg", "train", shared_data / S001 / "S001R03.edf", *TINY, "--epochs", "1",
+               "--windows", "events", "--tmax", "4", "-o", tok)
+    assert proc.returncode == 0, proc.stderr
+    assert "for random crops" not in proc.stderr
+    assert read(tok, "eeg-tokenizer").meta_json("eeg.training")["random_crop"] is False

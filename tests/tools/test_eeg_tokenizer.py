@@ -346,3 +346,32 @@ def test_warm_start_kmeans_size_reaches_the_floor_fit(monkeypatch):
     api.fit(x, tiny(kmeans_init=True, depth=0), TrainConfig(
         warm_start_kmeans_patches=100, warm_start_kmeans_iterations=3, **config), seed=0)
     assert seen == [(4096, 8), (100, 3)]
+
+
+def test_random_crop_cuts_each_window_at_a_sub_patch_offset_and_jitter_scales_whole_windows():
+    """TrainConfig.random_crop / amplitude_jitter (issue 33 augmentation study): a crop is a
+    contiguous P-patch slice of its (P+1)-patch window from an offset in [0, L); the gain is one
+    factor per window within [1/(1+j), 1+j]; training refuses windows without the context patch."""
+    from cortexkit.tools.eeg.train import augment, random_crops
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 3, 5, 200)
+    crops = random_crops(x, generator)
+    assert crops.shape == (64, 3, 4, 200)
+    flat, cut = x.reshape(64, 3, 1000), crops.reshape(64, 3, 800)
+    offsets = []
+    for b in range(64):
+        offset = next(o for o in range(200) if torch.equal(flat[b, 0, o:o + 800], cut[b, 0]))
+        assert torch.equal(flat[b, :, offset:offset + 800], cut[b])
+        offsets.append(offset)
+    assert len(set(offsets)) > 40  # the offsets vary between windows
+    scaled = augment(x[:, :, :4], TrainConfig(amplitude_jitter=0.25), generator)
+    gain = scaled / x[:, :, :4]
+    assert torch.allclose(gain, gain[:, :1, :1, :1].expand_as(gain), rtol=1e-4)
+    assert gain.min() >= 0.8 - 1e-5 and gain.max() <= 1.25 + 1e-5 and gain.std() > 0.05
+    assert TrainConfig().random_crop is False and TrainConfig().amplitude_jitter == 0
+    with pytest.raises(ValueError, match="random_crop needs windows of 5 patches"):
+        api.fit(x[:, :, :4].numpy(), tiny(), TrainConfig(epochs=1, random_crop=True), seed=0)
+    model, history = api.fit(x[:16].numpy(), tiny(), TrainConfig(epochs=1, batch_size=8,
+                                                                 random_crop=True), seed=0)
+    assert len(history) == 1 and math.isfinite(history[0]["total"])

@@ -49,8 +49,10 @@ def train_tokenizer(log, x: np.ndarray, prep, *, preset: str, encoder_depth, cod
     from cortexkit.tools.eeg.model import config_from_preset, resolve_auto
 
     fit_index, validation_index = validation_split(len(x), validation_share)
-    x, validation_x = x[fit_index], x[validation_index]
-    patches = int(x.shape[0] * x.shape[1] * x.shape[2])
+    # random_crop's windows carry one patch of context (N, C, P+1, L); the rest sees P patches
+    x, validation_x = x[fit_index], x[validation_index][:, :, :prep.patches]
+    aligned = x[:, :, :prep.patches]
+    patches = int(aligned.shape[0] * aligned.shape[1] * aligned.shape[2])
     preset, codebook_size, lr, encoder_depth, chosen = resolve_auto(
         patches, log.device.type, preset, codebook_size, lr, encoder_depth)
     if chosen:
@@ -60,7 +62,7 @@ def train_tokenizer(log, x: np.ndarray, prep, *, preset: str, encoder_depth, cod
     epochs = train_options["epochs"]
     options = {**train_options, "lr": lr, "warmup_epochs": min(train_options["warmup_epochs"], epochs / 2)}
     if options["signal_weight"] == "auto":
-        options["signal_weight"] = signal_weight(x)
+        options["signal_weight"] = signal_weight(aligned)
     train_config = TrainConfig(**options)
     model, history = fit(x, model_config, train_config, seed=log.seed, device=log.device,
                          on_epoch=lambda e, r: log.info(epoch_line(e, epochs, r)),
@@ -68,7 +70,7 @@ def train_tokenizer(log, x: np.ndarray, prep, *, preset: str, encoder_depth, cod
     last = history[-1]
     log.stopped("train", len(history), epochs, "epochs", "completed",
                 **{k: round(last[k], 4) for k in ("total", "signal") if k in last})
-    validation = _floor_check(log, model, x, validation_x)
+    validation = _floor_check(log, model, aligned, validation_x)
     return model, {"eeg.model": model_config.to_dict(), "eeg.validation": validation,
                    "eeg.training": {**train_config.to_dict(), "windows": len(x), **training_record,
                                     "last_epoch": last},

@@ -2,6 +2,12 @@
 
 Windows are ``x`` (N, C, P, L) float32 in units of 100 uV. Mixed precision (bf16 autocast) keeps the
 quantizers in fp32 (they disable autocast themselves).
+
+Augmentations (off by default; issue 33's data-augmentation study in benchmarks/tokenize_eeg/RESULTS.md):
+``random_crop`` takes windows with one patch of context after them, (N, C, P+1, L), and crops every
+window of every batch to P patches from a random sample offset in [0, L), so patch boundaries fall
+at new phases of the continuous recording each time; ``amplitude_jitter`` j scales every window of
+every batch by a factor drawn log-uniformly from [1/(1+j), 1+j].
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ class TrainConfig:
     # before training (tools/eeg/warmstart.py); 0: off, the paper's random start
     warm_start_kmeans_patches: int = 4096  # the warm start's k-means is fitted on at most this many
     warm_start_kmeans_iterations: int = 8  # random training patches, this many Lloyd iterations
+    random_crop: bool = False  # x carries one patch of context: crop at a random sub-patch offset
+    amplitude_jitter: float = 0.0  # per-window gain, log-uniform in [1/(1+j), 1+j]; 0: off
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -43,6 +51,26 @@ def learning_rate(step: int, total: int, warmup: int, lr: float, min_lr: float) 
         return 1e-6 + (lr - 1e-6) * step / max(warmup, 1)
     progress = (step - warmup) / max(total - warmup, 1)
     return min_lr + 0.5 * (lr - min_lr) * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def random_crops(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Windows with one patch of context (B, C, P+1, L) -> (B, C, P, L), each cut from its own
+    random sample offset in [0, L) (a sub-patch shift of the patch grid)."""
+    b, c, p1, length = x.shape
+    offsets = torch.randint(0, length, (b,), generator=generator)
+    index = (offsets[:, None] + torch.arange((p1 - 1) * length))[:, None, :].expand(b, c, -1)
+    return torch.gather(x.reshape(b, c, p1 * length), 2, index).reshape(b, c, p1 - 1, length)
+
+
+def augment(batch: torch.Tensor, config: "TrainConfig", generator: torch.Generator) -> torch.Tensor:
+    """A training batch (B, C, P(+1), L) after ``config``'s augmentations -> (B, C, P, L)."""
+    if config.random_crop:
+        batch = random_crops(batch, generator)
+    if config.amplitude_jitter > 0:
+        bound = math.log1p(config.amplitude_jitter)
+        gain = torch.empty(len(batch)).uniform_(-bound, bound, generator=generator).exp()
+        batch = batch * gain[:, None, None, None].to(batch.dtype)
+    return batch
 
 
 def usage(tokens: torch.Tensor, size: int) -> dict[str, float]:
@@ -68,6 +96,9 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
     if config.keep == "best" and validate is None:
         raise ValueError("keep='best' needs validation windows (a validate function)")
     n = x.shape[0]
+    if config.random_crop and x.shape[2] != model.config.max_patches + 1:
+        raise ValueError(f"random_crop needs windows of {model.config.max_patches + 1} patches (one of "
+                         f"context), got {x.shape[2]}")
     if n < 2 and config.contrastive:
         raise ValueError(f"training needs at least 2 windows for the contrastive term (got {n})")
     decay, no_decay = [], []
@@ -83,7 +114,8 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
     warm_steps = int(round(config.warm_start_epochs * per_epoch))
     if warm_steps > 0:  # start at the k-means floor (tools/eeg/warmstart.py)
         from cortexkit.tools.eeg.warmstart import warm_start
-        warm = warm_start(model, x, steps=warm_steps, batch_size=config.batch_size,
+        warm = warm_start(model, x[:, :, :model.config.max_patches] if config.random_crop else x,
+                          steps=warm_steps, batch_size=config.batch_size,
                           lr=config.lr, generator=generator,
                           kmeans_patches=config.warm_start_kmeans_patches,
                           kmeans_iterations=config.warm_start_kmeans_iterations)
@@ -99,7 +131,10 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
                 continue  # NT-Xent needs two windows; a lone last window waits for the next epoch
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(step, total, warmup, config.lr, config.min_lr)
-            batch = x[idx].to(device)
+            batch = x[idx]
+            if config.random_crop or config.amplitude_jitter > 0:
+                batch = augment(batch, config, generator)
+            batch = batch.to(device)
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.amp):
                 terms = tokenizer_loss(model, batch, contrastive=config.contrastive,
                                        signal_weight=config.signal_weight,

@@ -4,6 +4,8 @@ windows every ``--stride`` seconds, or (``--windows events``) one window per kep
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 from cortexkit.formats import eeg
@@ -105,16 +107,27 @@ class WindowCut:
         self.log.info(f"{self.counts['kept']} event windows of {self.spec.tmax - self.spec.tmin:g} s "
                       f"({labels}); {self.counts.get('dropped', 0)} dropped past a recording's end")
 
-    def training_windows(self, paths, max_windows: int = 0):
+    def training_windows(self, paths, max_windows: int = 0, context: bool = False):
         """(x, high): every window of ``paths`` as one array (N, C, P, L) in 100 uV, at most
-        ``max_windows`` of them evenly spread, and the share with |x| >= 100 uV."""
-        tracker, batches = self.stream(paths)
+        ``max_windows`` of them evenly spread, and the share with |x| >= 100 uV. ``context``
+        (fixed windows, for train's random crop): each window carries the next patch of its
+        recording, (N, C, P+1, L), at the same starts (a recording's last window goes when the
+        recording ends before its context patch does)."""
+        if context and self.spec is None:
+            prep = dataclasses.replace(self.prep, patches=self.prep.patches + 1)
+            tracker = Tracker(recordings(self.log, paths, self.prep, **self.reading))
+            batches = eeg.iter_windows(tracker, prep, self.stride or self.prep.window_seconds,
+                                       self.batch_size)
+        else:
+            tracker, batches = self.stream(paths)
         parts = [b.x for b in batches]
         self.check_found(tracker.items)
         x = eeg.training_set(parts, self.prep, max_windows)
-        high = float(eeg.high_amplitude(x, self.prep).mean())
-        seconds = x.shape[2] * self.prep.patch_size / self.prep.sfreq
-        self.log.info(f"{len(x)} training windows of {seconds:g} s; {100 * high:.1f}% with |x| >= 100 uV")
+        high = float(eeg.high_amplitude(x[:, :, :self.prep.patches], self.prep).mean())
+        seconds = self.prep.window_seconds if context else x.shape[2] * self.prep.patch_size / self.prep.sfreq
+        extra = " (+1 s of context each, for random crops)" if context else ""
+        self.log.info(f"{len(x)} training windows of {seconds:g} s{extra}; {100 * high:.1f}% with "
+                      f"|x| >= 100 uV")
         return x, high
 
     def describe(self) -> dict:
