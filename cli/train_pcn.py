@@ -347,10 +347,7 @@ def train(run, data, split, test_data, test_split, limit, log, checkpoint, plot,
     spec, cfg, dtype = _configs(train_set, opts)
     best = opts["keep"] == "best"
     images, labels, held = api.hold_out(train_set.images, train_set.labels, validation_share, run.seed or 0,
-                                        baseline != "none" or best)
-    if best and held is None:
-        raise ValueError("--keep best needs validation images: --validation-share > 0 and at "
-                         "least two training images of a class")
+                                        baseline != "none" or best, best)
     common = dict(normalize=opts["normalize"], seed=run.seed or 0, dtype=dtype, init=opts["init"],
                   device=device, progress=run.progress)
     model, result = api.fit(
@@ -363,14 +360,13 @@ def train(run, data, split, test_data, test_split, limit, log, checkpoint, plot,
                  f"{100 * kept['val_top1']:.2f} % on {kept['validation_images']} held-out training images)")
     run.stopped("train", len(result.history), cfg.epochs, "epochs", "completed", **figures)
     check = _baseline_check(run, model, spec, cfg, baseline, images, labels, held, common)
-    extra = {**({"baseline": check} if check else {}), **({"keep": kept} if kept else {})}
+    extra = {key: value for key, value in (("baseline", check), ("keep", kept)) if value}
     if log and extra and model.history:
         run.write_report([*model.history[:-1], {**model.history[-1], **extra}], log)
     if distributed.rank() == 0:
         run.write_artifact(api.model_tensors(model), KIND_MODEL, version=str(MODEL_VERSION),
                            metadata={**api.model_metadata(model, result.trace),
-                                     **({"pcn.baseline": check} if check else {}),
-                                     **({"pcn.keep": kept} if kept else {})})
+                                     **{f"pcn.{key}": value for key, value in extra.items()}})
         if plot:
             _plot(run, plot, model.history, result.trace)
     distributed.shutdown()

@@ -102,14 +102,19 @@ def validation_split(labels: np.ndarray, share: float, seed: int = 0) -> tuple[n
     return fit, validation
 
 
-def hold_out(images: np.ndarray, labels: np.ndarray, share: float, seed: int, needed: bool):
+def hold_out(images: np.ndarray, labels: np.ndarray, share: float, seed: int, needed: bool,
+             best: bool = False):
     """(fit images, fit labels, held) where ``held`` = (images, labels) of a seeded class-balanced
     ``share`` of the training images (:func:`validation_split`) when ``needed`` (a baseline check or
-    keep-best) and the share leaves images on both sides, else None and the images unchanged."""
+    keep-best) and the share leaves images on both sides, else None and the images unchanged;
+    keep-best (``best``) without held-out images is a ValueError."""
     if needed and share > 0:
         fit, validation = validation_split(labels, share, seed)
         if len(validation) and len(fit):
             return images[fit], labels[fit], (images[validation], labels[validation])
+    if best:
+        raise ValueError("--keep best needs validation images: --validation-share > 0 and at "
+                         "least two training images of a class")
     return images, labels, None
 
 
