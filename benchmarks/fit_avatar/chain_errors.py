@@ -18,9 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from make_template import load_template
 
-from cortexkit.formats.gltf import read_gltf
-from cortexkit.tools.avatar.model import template_from_mesh
 
 
 def main():
@@ -30,11 +29,7 @@ def main():
     args = ap.parse_args()
     study = yaml.safe_load(Path(args.study).read_text())
     template = Path(args.template)
-    mesh = read_gltf(template)
-    kmap = yaml.safe_load(template.with_name(f"{template.stem}_keypoints.yaml").read_text())
-    sym = yaml.safe_load(template.with_name(f"{template.stem}_symmetry.yaml").read_text())
-    tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
-                             mesh.rest_world, unit_mm=1000.0, keypoints=kmap, symmetry=sym)
+    mesh, tpl = load_template(template)
     names, parents = list(tpl.joint_names), list(tpl.parents)
     kp_joints = set(np.nonzero(tpl.keypoints_joint.abs().sum(0).numpy() > 0)[0].tolist())
     pos = tpl.joints.double().numpy()

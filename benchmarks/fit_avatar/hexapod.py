@@ -36,15 +36,14 @@ from pathlib import Path
 import torch
 import yaml
 
-from cortexkit.formats.gltf import read_gltf
 from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape, track_sequence
 from cortexkit.tools.avatar.metrics import model_metrics, point_metrics
-from cortexkit.tools.avatar.model import template_from_mesh
 from cortexkit.tools.avatar.synth import SynthConfig, make_views
 from cortexkit.tools.avatar.triangulate import triangulate_frames
 
 HEX = Path(__file__).resolve().parents[2] / "tests" / "data" / "hexapod"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_template import load_template  # noqa: E402  (the folder is on sys.path above)
 
 
 def peak_mb() -> float:
@@ -116,11 +115,7 @@ def main():
         overrides[key] = type(getattr(FitConfig(), key))(yaml.safe_load(value)) if not isinstance(
             getattr(FitConfig(), key), tuple) else tuple(yaml.safe_load(value))
     template = Path(args.template)
-    mesh = read_gltf(template)
-    kmap = yaml.safe_load(Path(args.keypoints or template.with_name(f"{template.stem}_keypoints.yaml")).read_text())
-    sym = yaml.safe_load(Path(args.symmetry or template.with_name(f"{template.stem}_symmetry.yaml")).read_text())
-    tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
-                             mesh.rest_world, unit_mm=1000.0, keypoints=kmap, symmetry=sym)
+    mesh, tpl = load_template(template, args.keypoints, args.symmetry)
     clip = args.clip or next(iter(mesh.animations))
     world = mesh.animations[clip]["world"][args.start:args.start + args.frames]
     root = Path(__file__).resolve().parents[2]

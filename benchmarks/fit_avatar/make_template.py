@@ -174,6 +174,24 @@ def write(plan: Plan, target: str) -> None:
         handle.write(plan.symmetry)
 
 
+def load_template(template, keypoints=None, symmetry=None):
+    """(mesh, Template) of a benchmark template: its .glb in metres with the keypoint map and symmetry
+    file ``write`` puts beside it (or the given files), in mm."""
+    from pathlib import Path
+
+    import yaml
+
+    from cortexkit.formats.gltf import read_gltf
+    from cortexkit.tools.avatar.model import template_from_mesh
+
+    template = Path(template)
+    mesh = read_gltf(template)
+    kmap = yaml.safe_load(Path(keypoints or template.with_name(f"{template.stem}_keypoints.yaml")).read_text())
+    sym = yaml.safe_load(Path(symmetry or template.with_name(f"{template.stem}_symmetry.yaml")).read_text())
+    return mesh, template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
+                                    mesh.rest_world, unit_mm=1000.0, keypoints=kmap, symmetry=sym)
+
+
 def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

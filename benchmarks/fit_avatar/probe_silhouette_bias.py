@@ -24,12 +24,11 @@ import numpy as np
 import torch
 import yaml
 
-from cortexkit.formats.gltf import read_gltf
 from cortexkit.tools.avatar.camera import project
 from cortexkit.tools.avatar.fit import FitConfig, select_cameras
-from cortexkit.tools.avatar.model import template_from_mesh
 from cortexkit.tools.avatar.raster import soft_silhouette, winding
 from cortexkit.tools.avatar.synth import SynthConfig, make_views
+from make_template import load_template
 
 HEX = Path(__file__).resolve().parents[2] / "tests" / "data" / "hexapod"
 
@@ -49,11 +48,7 @@ def _views(args, crop):
             out.append((f"fox_{clip}", tpl, cams, syn, _keys(len(world), args.keyframes)))
         return out
     template = Path(args.template)
-    mesh = read_gltf(template)
-    kmap = yaml.safe_load(template.with_name(f"{template.stem}_keypoints.yaml").read_text())
-    sym = yaml.safe_load(template.with_name(f"{template.stem}_symmetry.yaml").read_text())
-    tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
-                             mesh.rest_world, unit_mm=1000.0, keypoints=kmap, symmetry=sym)
+    mesh, tpl = load_template(template)
     world = mesh.animations[next(iter(mesh.animations))]["world"][:args.frames]
     cams, syn = make_views(tpl, world, 1000.0, f"ring:{args.cams}", None, synth)
     return [(template.stem, tpl, cams, syn, _keys(len(world), args.keyframes))]

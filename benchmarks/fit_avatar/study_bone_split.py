@@ -29,11 +29,10 @@ from pathlib import Path
 import torch
 import yaml
 
-from cortexkit.formats.gltf import read_gltf
 from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape, spanned_groups, track_sequence
 from cortexkit.tools.avatar.metrics import model_metrics
-from cortexkit.tools.avatar.model import template_from_mesh
 from cortexkit.tools.avatar.synth import SynthConfig, make_views
+from make_template import load_template
 
 HEX = Path(__file__).resolve().parents[2] / "tests" / "data" / "hexapod"
 VARIANTS = {"keypoints": {"silhouettes": False}, "masks": {}, "mesh_only": {"bones_silhouettes": False},
@@ -60,11 +59,7 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(1)
     template = Path(args.template)
-    mesh = read_gltf(template)
-    kmap = yaml.safe_load(template.with_name(f"{template.stem}_keypoints.yaml").read_text())
-    sym = yaml.safe_load(template.with_name(f"{template.stem}_symmetry.yaml").read_text())
-    tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
-                             mesh.rest_world, unit_mm=1000.0, keypoints=kmap, symmetry=sym)
+    mesh, tpl = load_template(template)
     world = mesh.animations[next(iter(mesh.animations))]["world"][args.start:args.start + args.frames]
     cfg = SynthConfig(noise=2.0, dropout=0.2, outliers=0.03, crop=48, masks=True, seed=args.seed,
                       offset_size=args.offset_size)
