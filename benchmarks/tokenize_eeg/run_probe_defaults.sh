@@ -4,7 +4,8 @@
 # choosing splits A and B, seeds 0-1, all four finished before any split-H run starts; then split H
 # (held out, reporting only) seeds 0-2 with recon (cached k-means floor), probe and encode speed.
 # Two processes at a time, one torch thread each.
-#   bash benchmarks/tokenize_eeg/run_probe_defaults.sh          (STAGE=choose or STAGE=heldout for one stage)
+#   bash benchmarks/tokenize_eeg/run_probe_defaults.sh          (STAGE=choose or STAGE=heldout for one stage;
+#   STAGE=heldout H_SEEDS="3 4 5" for more held-out seeds)
 # then: python benchmarks/tokenize_eeg/decide_probe_parts.py benchmarks/tokenize_eeg/results/probe/[AB]_defaults_s[01].yaml
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,7 +24,8 @@ if [ "$STAGE" != heldout ]; then
   wait
 fi
 if [ "$STAGE" != choose ]; then
-  (run H 0 recon,probe,speed; run H 2 recon,probe,speed) &
-  (run H 1 recon,probe,speed) &
+  set -- ${H_SEEDS:-0 1 2}  # H_SEEDS="3 4 5": more seeds, reporting only
+  (run H "$1" recon,probe,speed; [ -z "${3:-}" ] || run H "$3" recon,probe,speed) &
+  (run H "$2" recon,probe,speed) &
   wait
 fi
