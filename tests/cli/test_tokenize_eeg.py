@@ -678,3 +678,35 @@ def test_random_crop_trains_on_windows_with_context_and_is_stored(cli, shared_da
     assert proc.returncode == 0, proc.stderr
     assert "for random crops" not in proc.stderr
     assert read(tok, "eeg-tokenizer").meta_json("eeg.training")["random_crop"] is False
+
+
+def test_features_parts_default_is_the_probe_rules_verdict_at_todays_training(cli):
+    """features' --parts default is what the event-probe rule (written before the 40-epoch runs,
+    re-applied unchanged at the 160-epoch / warm-start / random-crop training defaults; issue 33,
+    benchmarks/tokenize_eeg/RESULTS.md) decides on the choosing splits A and B, seeds 0-1, with
+    tokenizers trained at train's current defaults; hist,mean when no candidate passes."""
+    import importlib.util
+    from pathlib import Path
+
+    import yaml
+
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "tokenize_eeg"
+    spec = importlib.util.spec_from_file_location("decide_probe_parts", bench / "decide_probe_parts.py")
+    rule = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rule)
+    paths = sorted((bench / "results" / "probe").glob("[AB]_defaults_s[01].yaml"))
+    assert len(paths) == 4
+    proc = cli("tokenize-eeg", "train", "--print-config")
+    assert proc.returncode == 0, proc.stderr
+    train = yaml.safe_load(proc.stdout)
+    for path in paths:  # the tokenizers were trained at train's current defaults
+        tc = yaml.safe_load(path.read_text())["train_config"]
+        assert (tc["epochs"], tc["warm_start_epochs"], tc["random_crop"], tc["warmup_epochs"]) == (
+            train["epochs"], train["warm-start-epochs"], train["random-crop"], train["warmup-epochs"])
+        assert (tc["weight_decay"], tc["min_lr"], tc["batch_size"]) == (
+            train["weight-decay"], train["min-lr"], train["batch-size"])
+    verdicts, adopted = rule.decide(*rule.load(paths))
+    assert set(verdicts) == set(rule.CANDIDATES)
+    proc = cli("tokenize-eeg", "features", "--print-config")
+    assert proc.returncode == 0, proc.stderr
+    assert yaml.safe_load(proc.stdout)["parts"] == (adopted or rule.REFERENCE)
