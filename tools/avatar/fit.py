@@ -216,6 +216,14 @@ def select_cameras(confidence: torch.Tensor, n: int, min_keypoints: int = 3) -> 
     return out
 
 
+def crop_pixels(obs: Observations, verts: torch.Tensor, b_idx: torch.Tensor, c_idx: torch.Tensor):
+    """Vertices (B, V, 3) projected into the silhouette crops of the (frame, camera) pairs
+    (b_idx, c_idx) -> (N, V, 2) crop pixels."""
+    vproj = project(obs.cameras, verts).permute(1, 0, 2, 3)[b_idx, c_idx]
+    crop = obs.crops[b_idx, c_idx].to(vproj.dtype)
+    return (vproj - crop[:, None, :2]) * crop[:, None, 2:]
+
+
 def _area_ratio(pix: torch.Tensor, faces: torch.Tensor, size: int, sigma: float, masks: torch.Tensor,
                 chunk: int = 16) -> float:
     """Soft-rendered area of (N, V, 2) crop-pixel meshes over the area of masks (N, size, size)."""
@@ -240,9 +248,7 @@ def calibrated_sigma(template: Template, verts: torch.Tensor, obs: Observations,
     if len(b_idx) == 0:
         return largest, float("nan"), float("nan")
     size = obs.masks.shape[-1]
-    vproj = project(obs.cameras, verts.detach()).permute(1, 0, 2, 3)[b_idx, c_idx]
-    crop = obs.crops[b_idx, c_idx].to(vproj.dtype)
-    pix = (vproj - crop[:, None, :2]) * crop[:, None, 2:]
+    pix = crop_pixels(obs, verts.detach(), b_idx, c_idx)
     masks = obs.masks[b_idx, c_idx].to(pix.dtype)
     top = _area_ratio(pix, template.faces, size, largest, masks)
     if top <= 1 + tolerance:
@@ -294,9 +300,7 @@ def image_terms(template: Template, verts, keypoints, obs: Observations, use: to
             gated &= select_cameras(obs.confidence, config.silhouette_cameras)
         if gated.any():
             b_idx, c_idx = gated.nonzero(as_tuple=True)
-            vproj = project(cams, verts).permute(1, 0, 2, 3)[b_idx, c_idx]      # (N, V, 2)
-            crop = obs.crops[b_idx, c_idx].to(vproj.dtype)
-            pix = (vproj - crop[:, None, :2]) * crop[:, None, 2:]
+            pix = crop_pixels(obs, verts, b_idx, c_idx)
             alpha = soft_silhouette(pix, template.faces, obs.masks.shape[-1], config.sigma,
                                     grad_all=config.silhouette_grad_all)
             err = (alpha - obs.masks[b_idx, c_idx].to(alpha.dtype)).pow(2).mean((1, 2))

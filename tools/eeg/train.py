@@ -131,10 +131,7 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
                 continue  # NT-Xent needs two windows; a lone last window waits for the next epoch
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(step, total, warmup, config.lr, config.min_lr)
-            batch = x[idx]
-            if config.random_crop or config.amplitude_jitter > 0:
-                batch = augment(batch, config, generator)
-            batch = batch.to(device)
+            batch = augment(x[idx], config, generator).to(device)
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.amp):
                 terms = tokenizer_loss(model, batch, contrastive=config.contrastive,
                                        signal_weight=config.signal_weight,

@@ -79,17 +79,20 @@ class WindowCut:
         return self.prep.patches if self.spec is None else self.spec.patches(self.prep.sfreq,
                                                                              self.prep.patch_size)
 
-    def batches(self, stream):
-
+    def batches(self, stream, context: bool = False):
+        """Window batches of ``stream``; ``context`` (fixed windows): one more patch at the same starts."""
         if self.spec is None:
+            if context:
+                prep = dataclasses.replace(self.prep, patches=self.prep.patches + 1)
+                return eeg.iter_windows(stream, prep, self.stride or self.prep.window_seconds, self.batch_size)
             return eeg.iter_windows(stream, self.prep, self.stride, self.batch_size)
         return epochs.iter_event_windows(stream, self.spec, self.prep.sfreq, self.prep.patch_size,
                                          self.batch_size, self.counts)
 
-    def stream(self, paths):
+    def stream(self, paths, context: bool = False):
         """(tracker, batches) over recordings ``paths``."""
         tracker = Tracker(recordings(self.log, paths, self.prep, **self.reading))
-        return tracker, self.batches(tracker)
+        return tracker, self.batches(tracker, context)
 
     def check_found(self, items) -> None:
         """Event windows: at least one, else a one-line error naming the annotations there are."""
@@ -113,13 +116,8 @@ class WindowCut:
         (fixed windows, for train's random crop): each window carries the next patch of its
         recording, (N, C, P+1, L), at the same starts (a recording's last window goes when the
         recording ends before its context patch does)."""
-        if context and self.spec is None:
-            prep = dataclasses.replace(self.prep, patches=self.prep.patches + 1)
-            tracker = Tracker(recordings(self.log, paths, self.prep, **self.reading))
-            batches = eeg.iter_windows(tracker, prep, self.stride or self.prep.window_seconds,
-                                       self.batch_size)
-        else:
-            tracker, batches = self.stream(paths)
+        context = context and self.spec is None
+        tracker, batches = self.stream(paths, context)
         parts = [b.x for b in batches]
         self.check_found(tracker.items)
         x = eeg.training_set(parts, self.prep, max_windows)
