@@ -72,9 +72,10 @@ for n in names:
     if rule == "decoder-lr-length" and n.endswith("+best"):
         continue  # this rule decides on the last epoch only (the +best readings are in the table)
     if rule == "decoder-lr-length" and n.startswith("leaky"):
-        fix = mean([b[0] for b in base]) - mean([g[0] for g in got])
-        print(f"{n} (crops before the leak fix, not a candidate): base - {n} time {-fix:+.3f}, amp "
-              f"{mean([b[1] for b in base]) - mean([g[1] for g in got]):+.3f}, base lower in "
+        print(f"{n} (crops before the leak fix, not a candidate): mean time base "
+              f"{mean([b[0] for b in base]):.3f} vs {n} {mean([g[0] for g in got]):.3f} (base - {n} "
+              f"{mean([b[0] for b in base]) - mean([g[0] for g in got]):+.3f}), amp "
+              f"{mean([b[1] for b in base]):.3f} vs {mean([g[1] for g in got]):.3f}, base lower in "
               f"{sum(b[0] < g[0] for g, b in zip(got, base))}/{len(keys)}")
         continue
     drop = mean([b[0] for b in base]) - mean([g[0] for g in got])
