@@ -118,7 +118,7 @@ class _SoftSilhouetteWindows(torch.autograd.Function):
         loy = lo[:, 1].index_select(0, order).to(tri.dtype)
         corner = order * 3                                   # row of each face's first corner
         acc = torch.zeros(n_pixels, dtype=tri.dtype)
-        values, indices = [], []
+        saved = [[] for _ in range(6)]                       # u, rx, ry, slope, corner a's row, pixel
         r2 = radius * radius
         start = 0
         for k, m in zip(classes.tolist(), per_class.tolist()):
@@ -151,28 +151,27 @@ class _SoftSilhouetteWindows(torch.autograd.Function):
                 pixel = (base[None, s:e] + offset).reshape(-1)
                 acc.index_add_(0, pixel, log_out.reshape(-1))
                 near = (signed <= r2).reshape(-1).nonzero().squeeze(1)   # within the blur radius
-                edge = edge.reshape(1, -1).index_select(1, near)
-                picked = [q.reshape(3, -1).index_select(1, near).gather(0, edge)[0] for q in (u, dx, dy)]
+                edge = edge.reshape(-1).index_select(0, near)
+                at = edge * pixel.numel() + near             # (edge, pair) in the flat (3, pairs) arrays
+                for out, q in zip(saved, (u, dx, dy)):
+                    out.append(q.reshape(-1).index_select(0, at))
                 sd = signed.reshape(-1).index_select(0, near)
-                slope = torch.where(inside.reshape(-1).index_select(0, near), -1.0, 1.0).to(tri.dtype) \
-                    * torch.sigmoid(-sd / sigma) / sigma
-                values.append(torch.stack(picked + [slope]))
-                indices.append(torch.stack([corner[None, s:e].expand(w * h, -1).reshape(-1).index_select(0, near)
-                                            + edge[0], pixel.index_select(0, near)]))
+                saved[3].append(torch.where(inside.reshape(-1).index_select(0, near), -1.0, 1.0).to(tri.dtype)
+                                * torch.sigmoid(-sd / sigma) / sigma)
+                saved[4].append(corner[s:e].index_select(0, near % (e - s)) + edge)   # pairs are (h w, faces)
+                saved[5].append(pixel.index_select(0, near))
             start += m
-        values = torch.cat(values, 1) if values else torch.zeros(4, 0, dtype=tri.dtype)
-        indices = torch.cat(indices, 1) if indices else torch.zeros(2, 0, dtype=torch.int64)
+        empty = (torch.zeros(0, dtype=tri.dtype),) * 4 + (torch.zeros(0, dtype=torch.int64),) * 2
+        saved = [torch.cat(q) if q else z for q, z in zip(saved, empty)]
         # the pairs whose gradient counts: within the radius, on a pixel not saturated
-        live = (acc.index_select(0, indices[1]) >= math.log(1e-4)).nonzero().squeeze(1)
-        ctx.save_for_backward(values.index_select(1, live), indices.index_select(1, live), acc)
+        live = (acc.index_select(0, saved[5]) >= math.log(1e-4)).nonzero().squeeze(1)
+        ctx.save_for_backward(*[q.index_select(0, live) for q in saved], acc)
         ctx.n_rows = tri.shape[0]
         return 1 - acc.exp()
 
     @staticmethod
     def backward(ctx, grad_alpha):
-        values, indices, acc = ctx.saved_tensors
-        u, rx, ry, slope = values
-        first, pixel = indices                               # corner a's row (face × 3 + edge), pixel
+        u, rx, ry, slope, first, pixel, acc = ctx.saved_tensors   # first: corner a's row (face × 3 + edge)
         g_acc = -grad_alpha * acc.exp()                      # dL/d acc, per pixel
         g = -2 * g_acc.index_select(0, pixel) * slope        # dL/d d2 × (−2)
         gx, gy = g * rx, g * ry
