@@ -70,6 +70,36 @@ def bone_split(tpl, shape, truth) -> list[float]:
             float(err[~spanned].mean()) if (~spanned).any() else float("nan")]
 
 
+class raster_check:
+    """With ``on``: fit.soft_silhouette is wrapped so that every image rendered window by window
+    (the default forward) is rendered again pair by pair without gradient; ``result()`` gives
+    {images, calls, max_abs_alpha_diff} since the last reset (RESULTS section 15's exactness check)."""
+
+    def __init__(self, on: bool):
+        import cortexkit.tools.avatar.fit as fit_module
+        from cortexkit.tools.avatar import raster
+
+        self.calls, self.images, self.max = 0, 0, 0.0
+        if not on:
+            return
+
+        def wrapped(pixels, faces, size, sigma=0.5, grad_all=False, front=0, windows=True, **kw):
+            alpha = raster.soft_silhouette(pixels, faces, size, sigma, grad_all=grad_all, front=front,
+                                           windows=windows, **kw)
+            if windows and not grad_all:
+                with torch.no_grad():
+                    ref = raster.soft_silhouette(pixels.detach(), faces, size, sigma, front=front, windows=False)
+                self.max = max(self.max, float((alpha.detach() - ref).abs().max()) if ref.numel() else 0.0)
+                self.calls += 1
+                self.images += len(pixels)
+            return alpha
+
+        fit_module.soft_silhouette = wrapped
+
+    def result(self):
+        return {"calls": self.calls, "images": self.images, "max_abs_alpha_diff": self.max}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--template", default=str(HEX / "hexapod.glb"), help="rigged glTF in metres")
@@ -100,6 +130,12 @@ def main():
     ap.add_argument("--start", type=int, default=0, help="first frame of the clip")
     ap.add_argument("--masks-grad-all", action="store_true", help="also fit (and track) a masked avatar with "
                     "the rasteriser's reference backward (FitConfig.silhouette_grad_all), under masks_grad_all")
+    ap.add_argument("--masks-pairs", action="store_true", help="also fit (and track) a masked avatar with the "
+                    "rasteriser's forward pair by pair (FitConfig.silhouette_windows false, the path before section 15), "
+                    "under masks_pairs")
+    ap.add_argument("--check-raster", action="store_true", help="render every silhouette of the run also pair by pair "
+                    "(no gradient) and record the largest |alpha difference| per avatar (raster_check_max_abs_alpha_diff); "
+                    "costs CPU, so not for timed runs")
     ap.add_argument("--masks-sigma-bias", default="", help="also fit masked avatars with the blur calibrated "
                     "(FitConfig.sigma_bias; RESULTS section 14), comma-separated tolerances, each under "
                     "masks_sigma_bias_T")
@@ -157,11 +193,13 @@ def main():
                                  {"keypoint_offsets": float(w), "markers_in_bones": where != "mesh"}))
         variants += [] if args.no_masks else [("masks", True, {})]
         variants += [("masks_grad_all", True, {"silhouette_grad_all": True})] if args.masks_grad_all else []
+        variants += [("masks_pairs", True, {"silhouette_windows": False})] if args.masks_pairs else []
         variants += [(f"masks_sigma_bias_{t}", True, {"sigma_bias": float(t)})
                      for t in args.masks_sigma_bias.split(",") if t]
         variants += [(f"masks_sigma_bias_bones_{t}", True, {"sigma_bias": float(t), "sigma_bias_mesh": False})
                      for t in args.masks_sigma_bias_bones.split(",") if t]
         for name, sil, extra in variants:
+            check = raster_check(args.check_raster)
             config = FitConfig(**{**overrides, **extra, "silhouettes": sil})
             t0, w0 = time.process_time(), time.perf_counter()
             shaped = fit_avatar_shape(tpl, obs, config, args.keyframes)
@@ -220,6 +258,8 @@ def main():
                     "mpjpe_mm": mw["mpjpe_mm"], "pa_mpjpe_mm": mw["pa_mpjpe_mm"],
                     "vertex_error_mm": mw["vertex_error_mm"], "joint_angle_error_deg": mw["joint_angle_error_deg"],
                     "cpu_s_per_frame": cpu, "peak_rss_mb_so_far": peak_mb()}
+            if args.check_raster:
+                row[f"avatar_{name}"]["raster_check_max_abs_alpha_diff"] = check.result()
             print(f"# {n_cams} cams {name}: {row[f'avatar_{name}']}", file=sys.stderr, flush=True)
         out["rigs"][n_cams] = row
         print(f"# {n_cams} cams: {yaml.safe_dump(row, default_flow_style=True, width=10000)}", file=sys.stderr, flush=True)

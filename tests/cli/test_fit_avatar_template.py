@@ -229,7 +229,11 @@ def test_shape_sigma_auto_calibrates_the_blur_on_thin_limbs(sh, cli, tmp_path, o
     assert found, proc.stderr
     sigma, ratio, top = (float(x) for x in found.groups())
     assert sigma < 0.05 and ratio <= 1.03 < 1.15 < top, found.group(0)
-    assert (tmp_path / "avatar.st").exists()
+    from cortexkit.formats.artifact import read_artifact
+
+    avatar = read_artifact(tmp_path / "avatar.st", framework="np")   # the blur it used, to re-run with --sigma
+    assert f"{avatar.config['sigma']:.4g}" == f"{sigma:.4g}" and avatar.config["sigma"] < 0.05
+    assert avatar.meta_json("cortexkit.why")["sigma"].startswith(f"auto -> {sigma:.4g}: rendered / mask area")
     assert yaml.safe_load(cli("fit-avatar", "shape", glb, "--print-config").stdout)["sigma"] == 0.1
     out = tmp_path / "bad.st"
     p = cli("fit-avatar", "shape", glb, tmp_path / "views.st", "--sigma", "0", "-o", out)

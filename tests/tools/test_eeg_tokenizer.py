@@ -271,14 +271,20 @@ def test_keep_best_returns_the_best_validation_epoch_and_last_is_unchanged():
     x, validation = _sines(12, 0), _sines(4, 1)
     kw = dict(epochs=5, batch_size=4, lr=0.3, min_lr=0.3, warmup_epochs=0)  # too high: a bumpy curve
     model = dict(kmeans_init=True, dead_code_threshold=1.0)
-    plain, _ = api.fit(x, tiny(**model), TrainConfig(**kw), seed=0)
-    last, scored = api.fit(x, tiny(**model), TrainConfig(**kw), seed=0, validation=validation)
+    # whether a given seed's curve ends at its minimum depends on the platform's float rounding
+    # (seed 0 did on a fresh 2026-12-07 machine): take the first seed whose best epoch is not the last
+    for seed in range(8):
+        last, scored = api.fit(x, tiny(**model), TrainConfig(**kw), seed=seed, validation=validation)
+        curve = [r["validation"] for r in scored]
+        if int(np.argmin(curve)) + 1 < kw["epochs"]:
+            break
+    else:
+        pytest.fail("no seed of 8 gave a validation curve whose best epoch is not the last")
+    plain, _ = api.fit(x, tiny(**model), TrainConfig(**kw), seed=seed)
     for key, value in plain.state_dict().items():
         assert torch.equal(value, last.state_dict()[key]), key
-    curve = [r["validation"] for r in scored]
     assert "kept_epoch" not in scored[-1]
-    assert int(np.argmin(curve)) + 1 < kw["epochs"], curve  # the best is not the last epoch
-    best, history = api.fit(x, tiny(**model), TrainConfig(keep="best", **kw), seed=0,
+    best, history = api.fit(x, tiny(**model), TrainConfig(keep="best", **kw), seed=seed,
                             validation=validation)
     assert [r["validation"] for r in history] == curve
     assert history[-1]["kept_epoch"] == int(np.argmin(curve)) + 1

@@ -86,6 +86,9 @@ def shape(log, tpl, views, *, steps: str, keyframes: str | None, n_keyframes: in
                                      lambda b, c: read_image(image_files[c][result.keyframes[b]]))
         log.info(f"texture: {int(seen.sum())} of {len(seen)} vertices seen in "
                  f"{len(result.keyframes)} keyframes x {len(obs.cameras)} cameras")
+    if result.sigma_ratio is not None:  # --sigma auto: the stored config holds the blur it resolved to
+        log.config["sigma"] = float(result.sigma)
+        log.why["sigma"] = f"auto -> {result.sigma:.4g}: rendered / mask area {result.sigma_ratio[0]:.3f}"
     return avatar_to_tensors(tpl, result.shape, colors)
 
 
