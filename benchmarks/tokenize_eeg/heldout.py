@@ -195,6 +195,7 @@ def main():
     settings = {k: yaml.safe_load(v) for k, _, v in
                 (item.partition("=") for item in filter(None, args.variant.split(",")))}
     stride = settings.pop("stride", None)
+    leaky = bool(settings.pop("leaky_crop", False))  # study.py's: crops as before the 2026-12-07 fix
     model_keys = {k: settings.pop(k) for k in list(settings) if k in TokenizerConfig.__dataclass_fields__}
     config = config_from_preset(preset, **{**dict(channels=19, max_patches=4, codebook_size=size,
                                                   kmeans_init=True, dead_code_threshold=1.0,
@@ -233,11 +234,16 @@ def main():
     result["fit_windows"], result["validation_windows"] = len(fit_index), len(validation_index)
     start, cpu_start = time.time(), time.process_time()
     best_state = None
+    croppable = None
+    if tc.random_crop:  # as train: no crop into a validation window's first second (unless leaky)
+        croppable = (np.ones(len(fit_index), bool) if leaky else
+                     api.context_croppable(fit_index, validation_index))
+        result["croppable_fit_windows"], result["leaky_crop"] = int(croppable.sum()), leaky
     if len(validation_index):  # as api.fit, plus a copy of the best-validation epoch's state
         model, history, best_state, best_epoch = fit_tracking_best(
-            train[fit_index], train[validation_index][:, :, :4], config, tc, args.seed)
+            train[fit_index], train[validation_index][:, :, :4], config, tc, args.seed, croppable)
     else:
-        model, history = api.fit(train, config, tc, seed=args.seed)
+        model, history = api.fit(train, config, tc, seed=args.seed, croppable=croppable)
     result["train_seconds"] = time.time() - start
     result["train_cpu_seconds"] = time.process_time() - cpu_start
     result["validation_curve"] = [round(r["validation"], 5) for r in history if "validation" in r]

@@ -14,7 +14,11 @@ Variant keys: any TokenizerConfig field (preset-sized), TrainConfig field, or pr
 (overlapping), at the base's optimiser steps (epochs, warm-start and warmup epochs scaled by the
 ratio of steps per epoch), against a k-means floor fitted in the same run on those same windows.
 ``random_crop=true`` cuts the training windows with one patch of context after them (P+1 patches,
-starts every P seconds as the base's), which the training crops at random sub-patch offsets.
+starts every P seconds as the base's), which the training crops at random sub-patch offsets; as in
+``tokenize-eeg train`` (since 2026-12-07, issue 33 eeg17), a fitted window whose next window validates
+is cut at offset 0 only (``api.context_croppable``), so no validation second enters a training crop.
+``leaky_crop=true`` (benchmark-only, to measure that fix) crops every fitted window into its context,
+as before the fix.
 
 Like ``tokenize-eeg train``, every variant trains on the training runs' windows less a validation
 share (``--validation-share``, every 10th window by default; 0 = train on all, the runs before
@@ -77,7 +81,7 @@ def parse_variant(text):
     return name, settings
 
 
-def fit_tracking_best(train, validation, config, tc, seed):
+def fit_tracking_best(train, validation, config, tc, seed, croppable=None):
     """api.fit's seeding and training, plus a copy of the best-validation epoch's state ->
     (model at the last epoch, history, best state, best epoch)."""
     torch.manual_seed(seed)
@@ -94,7 +98,8 @@ def fit_tracking_best(train, validation, config, tc, seed):
         return score
 
     history = train_model(model, torch.from_numpy(np.ascontiguousarray(train)), tc,
-                          generator=generator, validate=validate if len(validation) else None)
+                          generator=generator, validate=validate if len(validation) else None,
+                          croppable=None if croppable is None else torch.from_numpy(croppable))
     return model, history, best["state"], best["epoch"]
 
 
@@ -108,7 +113,7 @@ def scores(model, test, train):
     return out
 
 
-def run_variant(train, test, settings, args, log, validation=None):
+def run_variant(train, test, settings, args, log, validation=None, croppable=None):
     settings = dict(settings)
     preset = settings.pop("preset", args.preset)
     model_keys = {k: settings.pop(k) for k in list(settings) if k in TokenizerConfig.__dataclass_fields__}
@@ -120,7 +125,8 @@ def run_variant(train, test, settings, args, log, validation=None):
     start, cpu_start = time.time(), time.process_time()
     if validation is None:
         validation = train[:0]
-    model, history, best_state, best_epoch = fit_tracking_best(train, validation, config, tc, args.seed)
+    model, history, best_state, best_epoch = fit_tracking_best(train, validation, config, tc, args.seed,
+                                                               croppable if tc.random_crop else None)
     seconds, cpu = time.time() - start, time.process_time() - cpu_start
     train = train[:, :, :args.patches]  # random_crop's windows carry a patch of context
     per_epoch = -(-len(train) // tc.batch_size)
@@ -184,6 +190,7 @@ def main():
         name, settings = parse_variant(text)
         log(f"variant {name}: {settings}")
         stride = settings.pop("stride", None)
+        leaky = bool(settings.pop("leaky_crop", False))
         floor, own = result["kmeans_floor"], {}
         x, fit, val = train, fit_index, validation_index
         if stride is not None or settings.get("random_crop"):
@@ -210,7 +217,12 @@ def main():
                 cached.write_text(yaml.safe_dump(floor))
             own["kmeans_floor"] = floor
             log(f"floor on the stride-{stride:g} windows {floor}")
-        entry = run_variant(x[fit], test, settings, args, log, validation=x[val][:, :, :args.patches])
+        croppable = None
+        if settings.get("random_crop"):  # as train: no crop into a validation window's first second
+            croppable = np.ones(len(fit), bool) if leaky else api.context_croppable(fit, val)
+            own["croppable_fit_windows"], own["leaky_crop"] = int(croppable.sum()), leaky
+        entry = run_variant(x[fit], test, settings, args, log, validation=x[val][:, :, :args.patches],
+                            croppable=croppable)
         entry.update(own)
         result["variants"][name] = entry
         for part in (entry, entry.get("best")):

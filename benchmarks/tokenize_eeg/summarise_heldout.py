@@ -42,6 +42,13 @@ for path in sys.argv[1:]:
     for key in ("phase_weight", "warm_start_kmeans_patches", "keep", "random_crop", "amplitude_jitter"):
         if key in d["train_config"] and key in d["command"]:
             epochs = f"{epochs}, {key} {d['train_config'][key]}"
+    for key, value in d.get("model", {}).items():  # e.g. decoder_depth (eeg17 study)
+        if key != "depth":
+            epochs = f"{epochs}, {key} {value}"
+    if "lr=" in d["command"]:
+        epochs = f"{epochs}, lr {d['train_config']['lr']:g}"
+    if d.get("leaky_crop"):
+        epochs = f"{epochs}, crops before the leak fix"
     groups[epochs].append(row)
     print(f"| {epochs} | {d['seed']} | {row['fit']:.3f} | {row['best_epoch']}: {row['best']:.3f} | {row['time']:.3f} ({row['time_floor']:.3f}) | {row['rt']:.3f} | "
           f"{row['amp']:.3f} ({row['amp_floor']:.3f}) | {row['ra']:.3f} | {row['lr_t']:.3f} / {row['lr_b']:.3f} | "

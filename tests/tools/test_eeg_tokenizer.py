@@ -381,3 +381,58 @@ def test_random_crop_cuts_each_window_at_a_sub_patch_offset_and_jitter_scales_wh
     model, history = api.fit(x[:16].numpy(), tiny(), TrainConfig(epochs=1, batch_size=8,
                                                                  random_crop=True), seed=0)
     assert len(history) == 1 and math.isfinite(history[0]["total"])
+
+
+def test_no_training_crop_contains_a_validation_sample(monkeypatch):
+    """With random crop, train's path (api.train_tokenizer, what `tokenize-eeg train` calls) never
+    feeds the loss a sample of a validation window (issue 33, eeg17): a fitted window whose context
+    patch is the next (validation) window's first second is cut at offset 0 only. Channel 0 of one
+    continuous recording carries each sample's index, so every training batch is checked sample by
+    sample; the same windows trained without ``croppable`` (the crops before the fix) do leak."""
+    import types
+
+    from cortexkit.formats import eeg
+    from cortexkit.tools.eeg import train as train_module
+
+    n, patches, length = 40, 4, 200
+    total = n * patches * length + length  # windows every 4 s, each with 1 s of context
+    rng = np.random.default_rng(0)
+    signal = rng.normal(0, 0.3, (3, total)).astype(np.float32)
+    signal[0] = np.arange(total) / total
+    x = np.stack([signal[:, i * patches * length:(i * patches + patches + 1) * length]
+                  for i in range(n)]).reshape(n, 3, patches + 1, length)
+    _, validation_index = api.validation_split(n, 0.1)
+    held = np.zeros(total, bool)
+    for j in validation_index:
+        held[j * patches * length:(j + 1) * patches * length] = True
+    seen = []
+    real_loss = train_module.tokenizer_loss
+
+    def spy(model, batch, **kwargs):
+        seen.append(np.rint(batch[:, 0].reshape(len(batch), -1).numpy() * total).astype(int))
+        return real_loss(model, batch, **kwargs)
+
+    monkeypatch.setattr(train_module, "tokenizer_loss", spy)
+    log = types.SimpleNamespace(info=lambda *a, **k: None, warn=lambda *a, **k: None,
+                                progress=lambda it, **k: it, stopped=lambda *a, **k: None,
+                                seed=0, device=torch.device("cpu"))
+    options = dict(epochs=3, batch_size=8, min_lr=1e-5, weight_decay=1e-4, warmup_epochs=1,
+                   contrastive=False, amp=False, signal_weight=1.0, warm_start_epochs=0, random_crop=True)
+    api.train_tokenizer(log, x, eeg.Preprocessing(channels=["Fp1", "Fp2", "Cz"], patches=patches),
+                        preset="tiny", encoder_depth=0, codebook_size=16, lr=1e-3, validation_share=0.1,
+                        model_options=dict(kmeans_init=True, dead_code_threshold=1.0, codebooks="dual",
+                                           stem="time+freq-sum"),
+                        train_options=options, training_record={})
+    crops = np.concatenate(seen)
+    assert len(crops) == 3 * (n - len(validation_index))
+    assert not held[crops].any()
+    starts = crops[:, 0] % (patches * length)  # the crops' offsets within their windows
+    assert (starts > 0).mean() > 0.8  # the other windows are still cropped at random offsets
+    before = {int(j - 1) * patches * length for j in validation_index}  # their windows, at offset 0
+    assert before <= set(crops[:, 0].tolist())
+    # the check can fail: the same windows with every window croppable (before the fix) leak
+    seen.clear()
+    fit_index = np.setdiff1d(np.arange(n), validation_index)
+    api.fit(x[fit_index], tiny(depth=0, kmeans_init=True),
+            TrainConfig(**{**options, "lr": 1e-3, "epochs": 3}), seed=0)
+    assert held[np.concatenate(seen)].any()

@@ -22,10 +22,12 @@ from cortexkit.tools.eeg.train import TrainConfig, train
 def fit(windows: np.ndarray, model_config: TokenizerConfig, train_config: TrainConfig, *,
         seed: int = 0, device: str | torch.device = "cpu",
         on_epoch: Callable[[int, dict], None] | None = None, progress=None,
-        validation: np.ndarray | None = None):
+        validation: np.ndarray | None = None, croppable: np.ndarray | None = None):
     """Build and train a tokenizer on windows (N, C, P, L) -> (model, per-epoch history).
     ``validation`` windows (M, C, P, L), if any, are scored after every epoch
-    (:func:`validation_score`); ``train_config.keep == "best"`` returns the best-scoring epoch's."""
+    (:func:`validation_score`); ``train_config.keep == "best"`` returns the best-scoring epoch's.
+    ``croppable`` (N,) bool: with ``random_crop``, which windows may be cropped into their context
+    patch (:func:`context_croppable`; None: all)."""
     torch.manual_seed(seed)
     model = TFDualTokenizer(model_config).to(device)
     generator = torch.Generator().manual_seed(seed)
@@ -33,7 +35,8 @@ def fit(windows: np.ndarray, model_config: TokenizerConfig, train_config: TrainC
     if validation is not None and len(validation):
         validate = lambda m: validation_score(m, validation, device=device)  # noqa: E731
     history = train(model, torch.from_numpy(np.ascontiguousarray(windows)), train_config,
-                    generator=generator, on_epoch=on_epoch, progress=progress, validate=validate)
+                    generator=generator, on_epoch=on_epoch, progress=progress, validate=validate,
+                    croppable=None if croppable is None else torch.from_numpy(np.asarray(croppable)))
     return model, history
 
 
@@ -49,7 +52,9 @@ def train_tokenizer(log, x: np.ndarray, prep, *, preset: str, encoder_depth, cod
     from cortexkit.tools.eeg.model import config_from_preset, resolve_auto
 
     fit_index, validation_index = validation_split(len(x), validation_share)
-    # random_crop's windows carry one patch of context (N, C, P+1, L); the rest sees P patches
+    # random_crop's windows carry one patch of context (N, C, P+1, L); the rest sees P patches.
+    # A context patch that is the next (validation) window's first second is never cropped into.
+    croppable = context_croppable(fit_index, validation_index)
     x, validation_x = x[fit_index], x[validation_index][:, :, :prep.patches]
     aligned = x[:, :, :prep.patches]
     patches = int(aligned.shape[0] * aligned.shape[1] * aligned.shape[2])
@@ -65,6 +70,7 @@ def train_tokenizer(log, x: np.ndarray, prep, *, preset: str, encoder_depth, cod
         options["signal_weight"] = signal_weight(aligned)
     train_config = TrainConfig(**options)
     model, history = fit(x, model_config, train_config, seed=log.seed, device=log.device,
+                         croppable=croppable if train_config.random_crop else None,
                          on_epoch=lambda e, r: log.info(epoch_line(e, epochs, r)),
                          progress=lambda it, total: log.progress(it, total=total, desc="steps"))
     last = history[-1]
@@ -244,6 +250,15 @@ def validation_split(n: int, share: float) -> tuple[np.ndarray, np.ndarray]:
     step = max(2, int(round(1 / share)))
     validation = np.arange(step // 2, n, step)
     return np.setdiff1d(np.arange(n), validation), validation
+
+
+def context_croppable(fit_index: np.ndarray, validation_index: np.ndarray) -> np.ndarray:
+    """(len(fit_index),) bool: whether each fitted window may be cropped into its context patch.
+    Windows are in recording order and a fixed window's context is the first patch of the next
+    window, so a window whose next index validates keeps offset 0 (its context patch would be the
+    validation window's first second). Conservative at a recording's end (its next window starts
+    another recording) and exact for windows that do not overlap (stride = window length)."""
+    return ~np.isin(np.asarray(fit_index) + 1, np.asarray(validation_index))
 
 
 FLOOR_METRICS = ("time_nmse", "amplitude_nmse_signal")

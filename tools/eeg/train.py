@@ -6,7 +6,9 @@ quantizers in fp32 (they disable autocast themselves).
 Augmentations (off by default; issue 33's data-augmentation study in benchmarks/tokenize_eeg/RESULTS.md):
 ``random_crop`` takes windows with one patch of context after them, (N, C, P+1, L), and crops every
 window of every batch to P patches from a random sample offset in [0, L), so patch boundaries fall
-at new phases of the continuous recording each time; ``amplitude_jitter`` j scales every window of
+at new phases of the continuous recording each time (a window whose context patch must not be
+seen, e.g. because it is the first second of a validation window, is cut at offset 0 only: pass
+``croppable`` to :func:`train`); ``amplitude_jitter`` j scales every window of
 every batch by a factor drawn log-uniformly from [1/(1+j), 1+j].
 """
 
@@ -53,19 +55,26 @@ def learning_rate(step: int, total: int, warmup: int, lr: float, min_lr: float) 
     return min_lr + 0.5 * (lr - min_lr) * (1.0 + math.cos(math.pi * min(progress, 1.0)))
 
 
-def random_crops(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+def random_crops(x: torch.Tensor, generator: torch.Generator,
+                 croppable: torch.Tensor | None = None) -> torch.Tensor:
     """Windows with one patch of context (B, C, P+1, L) -> (B, C, P, L), each cut from its own
-    random sample offset in [0, L) (a sub-patch shift of the patch grid)."""
+    random sample offset in [0, L) (a sub-patch shift of the patch grid). ``croppable`` (B,) bool:
+    windows marked False keep offset 0 (their own P patches; the context is never read). The
+    offsets are drawn for every window either way, so the random stream does not depend on it."""
     b, c, p1, length = x.shape
     offsets = torch.randint(0, length, (b,), generator=generator)
+    if croppable is not None:
+        offsets = torch.where(croppable.to(torch.bool), offsets, torch.zeros_like(offsets))
     index = (offsets[:, None] + torch.arange((p1 - 1) * length))[:, None, :].expand(b, c, -1)
     return torch.gather(x.reshape(b, c, p1 * length), 2, index).reshape(b, c, p1 - 1, length)
 
 
-def augment(batch: torch.Tensor, config: "TrainConfig", generator: torch.Generator) -> torch.Tensor:
-    """A training batch (B, C, P(+1), L) after ``config``'s augmentations -> (B, C, P, L)."""
+def augment(batch: torch.Tensor, config: "TrainConfig", generator: torch.Generator,
+            croppable: torch.Tensor | None = None) -> torch.Tensor:
+    """A training batch (B, C, P(+1), L) after ``config``'s augmentations -> (B, C, P, L);
+    ``croppable`` (B,) bool as in :func:`random_crops`."""
     if config.random_crop:
-        batch = random_crops(batch, generator)
+        batch = random_crops(batch, generator, croppable)
     if config.amplitude_jitter > 0:
         bound = math.log1p(config.amplitude_jitter)
         gain = torch.empty(len(batch)).uniform_(-bound, bound, generator=generator).exp()
@@ -83,9 +92,13 @@ def usage(tokens: torch.Tensor, size: int) -> dict[str, float]:
 
 def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Generator,
           on_epoch: Callable[[int, dict], None] | None = None, progress=None,
-          validate: Callable[[object], float] | None = None) -> list[dict]:
+          validate: Callable[[object], float] | None = None,
+          croppable: torch.Tensor | None = None) -> list[dict]:
     """Train ``model`` in place on windows ``x`` (N, C, P, L); returns per-epoch mean losses and
     codebook usage. ``progress(iterable, total)`` wraps the step loop (e.g. a tqdm bar).
+    With ``config.random_crop``, ``x`` is (N, C, P+1, L) and ``croppable`` (N,) bool (None: all)
+    says which windows may be cropped into their context patch; the others are cut at offset 0
+    (:func:`random_crops`), e.g. a window whose next window validates (``api.context_croppable``).
 
     ``validate(model) -> score`` (lower is better; it must not touch the random state) is called
     after every epoch and goes into the history as ``validation``; with ``config.keep == "best"``
@@ -99,6 +112,10 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
     if config.random_crop and x.shape[2] != model.config.max_patches + 1:
         raise ValueError(f"random_crop needs windows of {model.config.max_patches + 1} patches (one of "
                          f"context), got {x.shape[2]}")
+    if croppable is not None:
+        croppable = torch.as_tensor(croppable, dtype=torch.bool)
+        if croppable.shape != (n,):
+            raise ValueError(f"croppable needs one flag per window ({n}), got shape {tuple(croppable.shape)}")
     if n < 2 and config.contrastive:
         raise ValueError(f"training needs at least 2 windows for the contrastive term (got {n})")
     decay, no_decay = [], []
@@ -131,7 +148,8 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
                 continue  # NT-Xent needs two windows; a lone last window waits for the next epoch
             for group in optimizer.param_groups:
                 group["lr"] = learning_rate(step, total, warmup, config.lr, config.min_lr)
-            batch = augment(x[idx], config, generator).to(device)
+            batch = augment(x[idx], config, generator,
+                            None if croppable is None else croppable[idx]).to(device)
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.amp):
                 terms = tokenizer_loss(model, batch, contrastive=config.contrastive,
                                        signal_weight=config.signal_weight,
