@@ -46,7 +46,7 @@ from cortexkit.tools.eeg.train import TrainConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 from run import band_power, plain_encode  # noqa: E402
-from study import DATA, SPLITS, Batch, fit_tracking_best  # noqa: E402
+from study import DATA, SPLITS, Batch, crop_mask, fit_tracking_best  # noqa: E402
 from study import windows as fixed_windows  # noqa: E402
 
 def event_windows(run, prep):
@@ -234,11 +234,8 @@ def main():
     result["fit_windows"], result["validation_windows"] = len(fit_index), len(validation_index)
     start, cpu_start = time.time(), time.process_time()
     best_state = None
-    croppable = None
-    if tc.random_crop:  # as train: no crop into a validation window's first second (unless leaky)
-        croppable = (np.ones(len(fit_index), bool) if leaky else
-                     api.context_croppable(fit_index, validation_index))
-        result["croppable_fit_windows"], result["leaky_crop"] = int(croppable.sum()), leaky
+    # as train: no crop into a validation window's first second (unless leaky)
+    croppable = crop_mask(fit_index, validation_index, leaky, result) if tc.random_crop else None
     if len(validation_index):  # as api.fit, plus a copy of the best-validation epoch's state
         model, history, best_state, best_epoch = fit_tracking_best(
             train[fit_index], train[validation_index][:, :, :4], config, tc, args.seed, croppable)

@@ -81,6 +81,14 @@ def parse_variant(text):
     return name, settings
 
 
+def crop_mask(fit, validation, leaky, record):
+    """train's croppable flags for the fitted windows (api.context_croppable), or all True with
+    ``leaky`` (the crops before the 2026-12-07 fix); the count and the flag go into ``record``."""
+    croppable = np.ones(len(fit), bool) if leaky else api.context_croppable(fit, validation)
+    record["croppable_fit_windows"], record["leaky_crop"] = int(croppable.sum()), leaky
+    return croppable
+
+
 def fit_tracking_best(train, validation, config, tc, seed, croppable=None):
     """api.fit's seeding and training, plus a copy of the best-validation epoch's state ->
     (model at the last epoch, history, best state, best epoch)."""
@@ -99,7 +107,7 @@ def fit_tracking_best(train, validation, config, tc, seed, croppable=None):
 
     history = train_model(model, torch.from_numpy(np.ascontiguousarray(train)), tc,
                           generator=generator, validate=validate if len(validation) else None,
-                          croppable=None if croppable is None else torch.from_numpy(croppable))
+                          croppable=croppable)
     return model, history, best["state"], best["epoch"]
 
 
@@ -217,10 +225,8 @@ def main():
                 cached.write_text(yaml.safe_dump(floor))
             own["kmeans_floor"] = floor
             log(f"floor on the stride-{stride:g} windows {floor}")
-        croppable = None
-        if settings.get("random_crop"):  # as train: no crop into a validation window's first second
-            croppable = np.ones(len(fit), bool) if leaky else api.context_croppable(fit, val)
-            own["croppable_fit_windows"], own["leaky_crop"] = int(croppable.sum()), leaky
+        # as train: no crop into a validation window's first second
+        croppable = crop_mask(fit, val, leaky, own) if settings.get("random_crop") else None
         entry = run_variant(x[fit], test, settings, args, log, validation=x[val][:, :, :args.patches],
                             croppable=croppable)
         entry.update(own)

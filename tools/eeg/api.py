@@ -36,7 +36,7 @@ def fit(windows: np.ndarray, model_config: TokenizerConfig, train_config: TrainC
         validate = lambda m: validation_score(m, validation, device=device)  # noqa: E731
     history = train(model, torch.from_numpy(np.ascontiguousarray(windows)), train_config,
                     generator=generator, on_epoch=on_epoch, progress=progress, validate=validate,
-                    croppable=None if croppable is None else torch.from_numpy(np.asarray(croppable)))
+                    croppable=croppable)
     return model, history
 
 
