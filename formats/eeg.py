@@ -267,6 +267,18 @@ def load(source: str, preprocessing: Preprocessing, *, sfreq=None, channel_names
     return prepare(raw, preprocessing, str(source), warn=warn)
 
 
+def load_each(sources: Sequence[str], preprocessing: Preprocessing, *, sfreq=None, channel_names=None,
+              units=None, warn=None) -> Iterator[Recording]:
+    """:func:`load` of every source, lazily, after checking that each exists (a one-line error
+    naming the first that does not, before any is read). ``channel_names``: ``A,B,C`` text."""
+    for source in sources:
+        if not Path(source).is_file():
+            raise CortexError(f"{source}: no such file")
+    names = [t.strip() for t in channel_names.split(",") if t.strip()] if channel_names else None
+    return (load(s, preprocessing, sfreq=sfreq, channel_names=names or None, units=units, warn=warn)
+            for s in sources)
+
+
 # ---------------------------------------------------------------------------------------------
 # windows
 

@@ -52,6 +52,23 @@ def test_array_units_resampling_band_and_notch(tmp_path):
     np.testing.assert_allclose(rec_mv.data, rec.data * 1000, rtol=1e-4, atol=1e-4)
 
 
+def test_load_each_checks_every_path_first_and_reads_lazily(tmp_path, monkeypatch):
+    path = sine_recording(tmp_path, parts=[(10.0, 20.0)])
+    prep = eeg.Preprocessing(channels=["C3", "CZ", "C4"], patches=4, mains=None)
+    read = []
+    monkeypatch.setattr(eeg, "read_raw", lambda source, **kw: read.append(source) or (_ for _ in ()).throw(
+        AssertionError("read before every path was checked")))
+    with pytest.raises(CortexError, match=r"absent\.edf: no such file"):
+        eeg.load_each([str(path), str(tmp_path / "absent.edf")], prep)
+    assert read == []  # the missing second path stops the command before the first is read
+    monkeypatch.undo()
+    stream = eeg.load_each([str(path), str(path)], prep, sfreq=250, channel_names="C3, Cz,C4")
+    first = next(stream)  # lazy: one recording at a time
+    direct = eeg.load(str(path), prep, sfreq=250, channel_names=["C3", "Cz", "C4"])
+    np.testing.assert_array_equal(first.data, direct.data)
+    assert len(list(stream)) == 1
+
+
 def test_upper_edge_clamped_and_low_rates_refused(tmp_path):
     path = sine_recording(tmp_path, sfreq=128.0)
     prep = eeg.Preprocessing(channels=["C3", "CZ", "C4"], patches=4)

@@ -6,26 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from pathlib import Path
-
 from cortexkit.formats import eeg
 from cortexkit.formats.errors import CortexError
 from cortexkit.tools.eeg import epochs
-
-
-def names(text):
-    """``A,B,C`` as a list of names (None for no text)."""
-    return [t.strip() for t in text.split(",") if t.strip()] if text else None
-
-
-def recordings(log, paths, prep, sfreq, channel_names, units):
-    """A lazy stream of prepared recordings (checked to exist first)."""
-    for path in paths:
-        if not Path(path).is_file():
-            raise CortexError(f"{path}: no such file")
-    channels = names(channel_names)
-    return (eeg.load(p, prep, sfreq=sfreq, channel_names=channels, units=units,
-                     warn=log.warn) for p in paths)
 
 
 class Tracker:
@@ -91,7 +74,7 @@ class WindowCut:
 
     def stream(self, paths, context: bool = False):
         """(tracker, batches) over recordings ``paths``."""
-        tracker = Tracker(recordings(self.log, paths, self.prep, **self.reading))
+        tracker = Tracker(eeg.load_each(paths, self.prep, warn=self.log.warn, **self.reading))
         return tracker, self.batches(tracker, context)
 
     def check_found(self, items) -> None:
