@@ -7,6 +7,7 @@ import click
 from cortexkit.cli.base import output_option, require_matplotlib, tool_group, verb
 from cortexkit.cli.options import Size, option_set
 from cortexkit.tools.pcn import schema as _schema  # noqa: F401  (registers the schemas checked on read)
+from cortexkit.tools.pcn.defaults import DEFAULT_WEIGHT_NORM_MODE, WEIGHT_NORM_MODES  # no torch
 
 KIND_MODEL = "pcn-model"
 MODEL_VERSION = 1
@@ -130,6 +131,11 @@ method_options = option_set(
                  "fan-sqrt-act (fan / the square root of that rms); -readout after either sets "
                  "the output layer to fan / 8 (fan-act) or fan / 3 (fan-sqrt-act); fan-free-readout "
                  "leaves the output layer unnormalised."),
+    click.option("--weight-norm-mode", type=click.Choice(WEIGHT_NORM_MODES),
+                 default=DEFAULT_WEIGHT_NORM_MODE, show_default=True,
+                 help="After every weight step: pin each layer's (sqrt(m)+sqrt(n)) std(W) at the "
+                 "gain, or cap it there (scale down only a layer above the gain, so a layer may "
+                 "shrink). Exact at initialisation either way."),
     click.option("--weight-clip", type=positive, default=None,
                  help="Clamp weights to [-C, C] after normalisation (off by default)."),
     click.option("--steps", type=Size(min=0, max=MAX_STEPS, what="inference steps"), default=None,
@@ -173,7 +179,7 @@ baseline_options = option_set(
                       "top-1 on the --validation-share images."),
 )
 
-ADVANCED = ("width_scale", "init", "dtype", "weight_norm_gain", "weight_clip", "state_momentum",
+ADVANCED = ("width_scale", "init", "dtype", "weight_norm_gain", "weight_norm_mode", "weight_clip", "state_momentum",
             "schedule", "loss", "weight_decay", "adam_eps", "warmup", "normalize", "test_split", "validation_share",
             "keep")
 
@@ -217,7 +223,7 @@ def _configs(data, opts):
     cfg = TrainConfig(opts["method"], opts["epochs"], opts["batch_size"], opts["lr"],
                       opts["weight_decay"], opts["adam_eps"], opts["warmup"], opts["weight_norm"],
                       opts["weight_norm_gain"], opts["weight_clip"], opts["augment"], inference,
-                      opts["keep"])
+                      opts["keep"], opts["weight_norm_mode"])
     return spec, cfg, getattr(torch, opts["dtype"])
 
 

@@ -71,6 +71,41 @@ def test_stored_config_holds_the_resolved_values(cli, tmp_path):
     assert art.meta_json("pcn.method")["inference"]["steps"] == 5
 
 
+def test_weight_norm_mode_reaches_the_config_and_the_stored_run(cli, tmp_path):
+    """pcn17: --weight-norm-mode pin|cap, shown by --print-config and stored in the artifact's
+    config; a capped run trains differently from a pinned one (same seed) and keeps every layer's
+    spectral proxy at or under its fan gain; a bad mode is a one-line usage error."""
+    from cortexkit.formats.artifact import read_artifact
+    from cortexkit.tools.pcn import api
+    from cortexkit.tools.pcn.network import weight_layers
+    from cortexkit.tools.pcn.train import layer_gains, spectral_proxy
+
+    assert printed(cli, "--depth", "5")["weight-norm-mode"] == "pin"
+    assert printed(cli, "--depth", "5", "--weight-norm-mode", "cap")["weight-norm-mode"] == "cap"
+    bad = cli(TOOL, "train", "--print-config", "--weight-norm-mode", "clip")
+    assert bad.returncode == 2 and "'clip' is not one of 'pin', 'cap'" in bad.stderr
+    train = write_set(tmp_path / "t.st", *make_images(60))
+    tensors = {}
+    for mode in ("pin", "cap"):
+        out = tmp_path / f"{mode}.st"
+        p = cli(TOOL, "train", train, "--depth", "4", "--width", "8", "--epochs", "2", "--lr", "0.05",
+                "--weight-decay", "20", "--baseline", "none", "--seed", "1",
+                "--weight-norm-mode", mode, "-o", out)
+        assert p.returncode == 0, p.stderr
+        art = read_artifact(out, "pcn-model")
+        assert yaml.safe_load(art.metadata["cortexkit.config"])["weight-norm-mode"] == mode
+        model = api.load_model(art.tensors, art.meta_json)
+        tensors[mode] = art.tensors
+        proxies = [spectral_proxy(l.weight) for l in weight_layers(model.net)]
+        gains = layer_gains(model.net, "fan")
+        if mode == "pin":
+            assert proxies == pytest.approx(gains, rel=1e-5)
+        else:   # weight decay pulls the capped layers under the gain
+            assert all(p <= g * (1 + 1e-5) for p, g in zip(proxies, gains))
+            assert any(p < 0.95 * g for p, g in zip(proxies, gains)), (proxies, gains)
+    assert any(not np.array_equal(tensors["pin"][k], tensors["cap"][k]) for k in tensors["pin"])
+
+
 def test_depth_12_default_run_reaches_bp_with_weight_norm(cli, tmp_path):
     """The issue's failure as a test: a 12-layer Meta-PCN with defaults only (T was 8, gain 1:
     the first layers got no error, 25 % on images) trains to BP + WN's result. In float64 the

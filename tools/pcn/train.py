@@ -8,8 +8,11 @@ Weight normalisation (Meta-PCN's regulariser, available to every method):
 spectral norm near ``gain``. ``gain`` is a number (the same for every layer) or a per-layer rule
 (:data:`GAIN_RULES`): ``fan`` = 1 + sqrt(m/n), the gain at which the layer keeps the root mean
 square of a random input (std(W) sqrt(n) = 1), and ``fan-act`` = that times
-1 / sqrt(E phi(z)^2), z ~ N(0, 1), for a layer whose output goes through the activation phi. Applied at initialisation and after every weight step; optional
-entry-wise clipping to [-clip, clip] afterwards (off by default).
+1 / sqrt(E phi(z)^2), z ~ N(0, 1), for a layer whose output goes through the activation phi. Applied exactly at initialisation; after every weight step
+either again exactly (mode ``pin``) or only from above (mode ``cap``: W <- W min(1, gain /
+((sqrt(m) + sqrt(n)) std(W))), the spectral proxy clipped at the gain, so a layer may shrink but
+never grow past it: the submitted abstract's "normalization and clipping"); optional entry-wise
+clipping to [-clip, clip] afterwards (off by default).
 
 Schedule (PCX's): the learning rate starts at lr, rises linearly to 1.1 lr over the first
 ``warmup`` fraction of weight steps, then follows a cosine down to 0.1 lr.
@@ -26,7 +29,8 @@ import torch
 import torch.nn.functional as F
 
 from cortexkit.tools.pcn import distributed
-from cortexkit.tools.pcn.defaults import DEFAULT_GAIN, GAIN_RULE_PARAMS, GAIN_RULES
+from cortexkit.tools.pcn.defaults import (DEFAULT_GAIN, DEFAULT_WEIGHT_NORM_MODE,
+                                          GAIN_RULE_PARAMS, GAIN_RULES, WEIGHT_NORM_MODES)
 from cortexkit.tools.pcn.inference import (METHODS, InferenceConfig, InferenceResult,
                                            binomial_tail, bp_gradients, imbalance_and_reason,
                                            meta_inference, pc_inference)
@@ -52,6 +56,8 @@ class TrainConfig:
     augment: bool = False
     inference: InferenceConfig = field(default_factory=InferenceConfig)
     keep: str = "last"   # "best": the weights of the epoch with the highest validation top-1
+    # after every weight step: "pin" the spectral proxy at the gain, or "cap" it from above
+    weight_norm_mode: str = DEFAULT_WEIGHT_NORM_MODE
 
 
     def __post_init__(self):
@@ -60,6 +66,9 @@ class TrainConfig:
         if isinstance(self.weight_norm_gain, str) and self.weight_norm_gain not in GAIN_RULES:
             raise ValueError(f"unknown weight-norm gain rule '{self.weight_norm_gain}' (a number "
                              f"or one of {', '.join(GAIN_RULES)})")
+        if self.weight_norm_mode not in WEIGHT_NORM_MODES:
+            raise ValueError(f"unknown weight-norm mode '{self.weight_norm_mode}' (one of "
+                             f"{', '.join(WEIGHT_NORM_MODES)})")
         if self.keep not in KEEP:
             raise ValueError(f"unknown --keep '{self.keep}' (one of {', '.join(KEEP)})")
         if self.batch_size < 1 or self.epochs < 0:
@@ -145,16 +154,23 @@ def layer_gains(net: Network, gain: float | str, act_power: float | None = None,
 
 
 @torch.no_grad()
-def normalize_weights(net: Network, gain: float | str = 1.0, clip: float | None = None) -> None:
+def normalize_weights(net: Network, gain: float | str = 1.0, clip: float | None = None,
+                      mode: str = "pin") -> None:
     """W <- g * W / ((sqrt(m)+sqrt(n)) std(W)) for every weight layer (each convolution of a
     residual block, its shortcut too), g = ``gain`` or its per-layer rule (:func:`layer_gains`);
-    biases untouched."""
+    biases untouched. ``mode`` ``cap``: W <- W min(1, g / ((sqrt(m)+sqrt(n)) std(W))), i.e. only
+    a layer whose spectral proxy exceeds g is scaled (down to g); one below it is left as it is."""
+    if mode not in WEIGHT_NORM_MODES:
+        raise ValueError(f"unknown weight-norm mode '{mode}' (one of {', '.join(WEIGHT_NORM_MODES)})")
     for layer, target in zip(weight_layers(net), layer_gains(net, gain)):
         weight = layer.weight
         m, n = fan_out_in(weight)
         std = weight.std(unbiased=False)
         if target is not None and std > 0:  # None: a rule that leaves the output layer free
-            weight.mul_(target / ((math.sqrt(m) + math.sqrt(n)) * std))
+            factor = target / ((math.sqrt(m) + math.sqrt(n)) * std)
+            # cap: a factor of at most 1 (x 1.0 leaves a layer below the gain bit for bit);
+            # clamp, not a branch, so a GPU run does not wait on the comparison
+            weight.mul_(factor if mode == "pin" else factor.clamp(max=1.0))
         if clip is not None:
             weight.clamp_(-clip, clip)
 
@@ -322,7 +338,7 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                             eps=cfg.adam_eps)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(total, cfg.warmup))
-    if cfg.weight_norm:
+    if cfg.weight_norm:  # exactly at initialisation, in either mode
         normalize_weights(net, cfg.weight_norm_gain, cfg.weight_clip)
     distributed.broadcast_parameters(net)
     params = list(net.parameters())
@@ -339,7 +355,7 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
         sched.step()
         opt.zero_grad(set_to_none=True)
         if cfg.weight_norm:
-            normalize_weights(net, cfg.weight_norm_gain, cfg.weight_clip)
+            normalize_weights(net, cfg.weight_norm_gain, cfg.weight_clip, cfg.weight_norm_mode)
 
     history: list[EpochRecord] = []
     best_score, best_state, chosen = -1.0, None, None
