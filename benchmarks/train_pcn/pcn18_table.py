@@ -7,7 +7,8 @@ pcn18's rule per candidate at that cell:
     cap:L >= max(BP, BP + WN pin) - 0.5  and  cap:L >= Meta-PCN pin - 0.5   (means over the seeds)
 
 (where a file has no BP + WN pin rows, Meta-PCN pin stands for it: the same weights by the
-gradient identity). Rows without ``weight_decay`` (files before pcn18) have decay 0.
+gradient identity); BP + WN cap:LAMBDA rows, where run, give the largest per-seed |Meta-PCN -
+BP + WN| (the identity in float32). Rows without ``weight_decay`` (files before pcn18) have decay 0.
 
     python benchmarks/train_pcn/pcn18_table.py --rule benchmarks/train_pcn/pcn18_patches_L5.yaml
 """
@@ -48,6 +49,12 @@ def paired(a, b):
     return f"{d.mean():+.2f} ± {se:.2f}"
 
 
+def identity(a, b):
+    """The largest per-seed |a - b| (Meta-PCN and BP + WN: equal in exact arithmetic)."""
+    seeds = sorted(set(a) & set(b))
+    return f"{max(abs(a[s] - b[s]) for s in seeds):.2f}" if seeds else "-"
+
+
 def stat(col):
     v = np.array(list(col.values()))
     if not len(v):
@@ -64,7 +71,10 @@ def main(argv=None):
     every = sorted({n for cells in table.values() for (n, _) in cells})
     cands = [n for n in every if n.startswith("Meta-PCN cap")]
     names = [n for n in ("BP", "BP+WN pin", "Meta-PCN pin") if n in every] + cands
+    twins = [n for n in every if n.startswith("BP+WN cap")]
+    names += twins
     diffs = [f"{c[9:]} - BP" for c in cands] + [f"{c[9:]} - pin" for c in cands] + ["pin - BP"]
+    diffs += [f"max abs(Meta {c[9:]} - BP+WN {c[9:]})" for c in cands if f"BP+WN {c[9:]}" in twins]
     print("| config | seeds | " + " | ".join(names) + " | " + " | ".join(diffs) + " |"
           + (" rule |" if args.rule else ""))
     print("|" + " --- |" * (len(names) + len(diffs) + 2 + args.rule))
@@ -75,10 +85,12 @@ def main(argv=None):
         line = (f"| {config} | {seeds[0]}-{seeds[-1]} ({len(seeds)}) | "
                 + " | ".join(stat(col[n]) for n in names) + " | "
                 + " | ".join([paired(col[c], bp) for c in cands] + [paired(col[c], pin) for c in cands]
-                             + [paired(pin, bp)]) + " |")
+                             + [paired(pin, bp)] + [identity(col[c], col[f"BP+WN {c[9:]}"])
+                                                    for c in cands if f"BP+WN {c[9:]}" in twins])
+                + " |")
         if args.rule:
             mean = {n: np.mean(list(c.values())) for n, c in col.items() if c}
-            wn_pin = mean.get("BP+WN pin", mean["Meta-PCN pin"])
+            wn_pin = mean["BP+WN pin"] if "BP+WN pin" in mean else mean["Meta-PCN pin"]
             bar = max(mean["BP"], wn_pin) - 0.5
             verdicts = []
             for c in cands:
