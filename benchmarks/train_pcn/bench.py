@@ -17,6 +17,8 @@ the same seeds and the same subsets, in one run; writes YAML.
         --methods BP,Meta-PCN --wn-lr-scales 1,0.5   (pcn16: the WN methods at lr x 1 and x 0.5)
     ... bench.py path --data /tmp/pcn17/heldout/patches --depths 5 --epochs 5 --seeds 100 \
         --methods BP+WN,Meta-PCN --wn-modes pin,cap   (pcn17: the WN pinned and capped)
+    ... bench.py path --data /tmp/pcn17/heldout/patches --depths 5 --epochs 5 --seeds 112 \
+        --methods BP+WN,Meta-PCN --wn-variants pin,cap:0.3,cap:1   (pcn18: MODE[:AdamW decay])
 
 (``path``: any IMAGES train-pcn reads, its train and test splits; build the held-out sets with
 heldout.py.) Every method uses AdamW (lr 1e-3, PCX warmup-cosine), batch 128 and train-pcn's
@@ -69,13 +71,13 @@ def subset(images, labels, limit, seed=1234):
 
 
 def run_one(name, spec, train, test, epochs, seed, steps, augment, normalize, init="default",
-            gain=1.0, lr=1e-3, mode=DEFAULT_WEIGHT_NORM_MODE):
+            gain=1.0, lr=1e-3, mode=DEFAULT_WEIGHT_NORM_MODE, decay=0.0):
     method, wn = METHODS[name]
     eta = default_state_lr(method)
     steps = default_steps(method, steps)   # ``steps`` arrives as L
     cfg = TrainConfig(method=method, epochs=epochs, batch_size=128, lr=lr, weight_norm=wn,
                       weight_norm_gain=gain, augment=augment, inference=InferenceConfig(steps=steps, state_lr=eta),
-                      weight_norm_mode=mode)
+                      weight_norm_mode=mode, weight_decay=decay)
     start = time.perf_counter()
     model, result = api.fit(train[0], train[1], spec, cfg, normalize=normalize, test=test,
                             seed=seed, init=init)
@@ -83,7 +85,7 @@ def run_one(name, spec, train, test, epochs, seed, steps, augment, normalize, in
     probe = api.evaluate_model(model, test[0][:1000], test[1][:1000])
     hist = result.history
     return {"method": name, "seed": seed, "weight_norm_gain": (gain if isinstance(gain, str) else round(gain, 4)) if wn else None,
-            "weight_norm_mode": mode if wn else None, "steps": steps if method != "bp" else 0,
+            "weight_norm_mode": mode if wn else None, "weight_decay": decay, "steps": steps if method != "bp" else 0,
             "lr": float(f"{lr:.6g}"),
             "final_top1": round(100 * hist[-1].test_top1, 2),
             "best_top1": round(100 * max(h.test_top1 for h in hist), 2),
@@ -121,6 +123,10 @@ def main(argv=None):
     p.add_argument("--wn-modes", default=DEFAULT_WEIGHT_NORM_MODE,
                    help="comma list of --weight-norm-mode values (pin, cap), each run for the WN "
                         "methods at every gain and rate (pcn17)")
+    p.add_argument("--wn-variants", default=None,
+                   help="comma list of MODE[:DECAY] (e.g. pin,cap:0.3,cap:1), each run for the WN "
+                        "methods with AdamW weight decay DECAY (default 0); replaces --wn-modes "
+                        "(pcn18); methods without WN run at decay 0")
     p.add_argument("--ipc-max-depth", type=int, default=99,
                    help="skip iPC (T weight steps per batch) above this depth, to fit the time")
     p.add_argument("-o", "--output", default="-")
@@ -138,6 +144,9 @@ def main(argv=None):
              for g in args.gains.split(",")]
     scales = [float(eval(k, {"sqrt": np.sqrt})) for k in args.wn_lr_scales.split(",")]
     modes = args.wn_modes.split(",")
+    variants = ([(v.split(":")[0], float(v.split(":")[1]) if ":" in v else 0.0)
+                 for v in args.wn_variants.split(",")] if args.wn_variants
+                else [(m, 0.0) for m in modes])
     shape, classes = tuple(tr.images.shape[1:]), int(max(tr.labels.max(), te.labels.max())) + 1
     if args.suite == "mnist" or (args.suite == "path" and args.kind == "mlp"):
         configs = [(f"MLP L={d}", NetworkSpec("mlp", shape, classes, width=128, depth=d), d)
@@ -154,20 +163,21 @@ def main(argv=None):
            "test_examples": int(len(test[1])), "epochs": args.epochs, "seeds": seeds,
            "torch_threads": torch.get_num_threads(), "init": args.init,
            "gains": [g if isinstance(g, str) else round(g, 4) for g in gains],
-           "wn_lr_scales": [round(k, 4) for k in scales], "wn_modes": modes, "runs": []}
+           "wn_lr_scales": [round(k, 4) for k in scales], "wn_modes": modes,
+           "wn_variants": [f"{m}:{d:g}" for m, d in variants], "runs": []}
     for label, spec, depth in configs:
         steps = depth   # run_one applies the default rule of each method
         for name in methods:
             if name == "iPC" and depth > args.ipc_max_depth:
                 continue
             wn = METHODS[name][1]
-            for gain, scale, mode in [(g, k, w) for g in (gains if wn else [1.0])
-                                      for k in (scales if wn else [1.0])
-                                      for w in (modes if wn else [DEFAULT_WEIGHT_NORM_MODE])]:
+            for gain, scale, (mode, decay) in [
+                    (g, k, w) for g in (gains if wn else [1.0]) for k in (scales if wn else [1.0])
+                    for w in (variants if wn else [(DEFAULT_WEIGHT_NORM_MODE, 0.0)])]:
                 for seed in seeds:
                     row = {"config": label, "L": depth,
                            **run_one(name, spec, train, test, args.epochs, seed, steps, augment,
-                                     normalize, args.init, gain, 1e-3 * scale, mode)}
+                                     normalize, args.init, gain, 1e-3 * scale, mode, decay)}
                     out["runs"].append(row)
                     print(yaml.safe_dump([row], sort_keys=False, width=200).strip(),
                           file=sys.stderr, flush=True)

@@ -31,6 +31,18 @@ A fourth set, built at pcn17 before its deciding runs and looked at only after i
   texts), each resized so its shorter side is 192 pixels; 8 classes = the image; train patches
   from the upper 70 %, test patches from below it (no pixel shared), 300 train and 100 test per
   class (seed 0): 2,400 / 800.
+
+A fifth set, built at pcn18 before its deciding runs and looked at only after its verdict
+(``heldout.py DIR --samples``; bundled files only, nothing downloaded; needs scikit-image and
+matplotlib):
+
+- DIR/samplegray/: an image folder of 32x32 grayscale (one channel) patches from eight images no
+  earlier set used: five of matplotlib's bundled sample files (the grace_hopper.jpg and
+  Minduka_Present_Blue_Pack.png photographs as grayscale; the s1045 MRI slice, the
+  jacksboro_fault_dem elevation map and the topobathy map min-max scaled to 0-255) and three
+  scikit-image images (cell, microaneurysms, clock); each resized so its shorter side is 192
+  pixels; 8 classes = the image; train patches from the upper 70 %, test patches from below it
+  (no pixel shared), 300 train and 100 test per class (seed 0): 2,400 / 800.
 """
 
 from __future__ import annotations
@@ -94,14 +106,44 @@ SKIMAGE_PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field
 SKIMAGE_GRAY = ("brick", "grass", "gravel", "camera", "moon", "coins", "page", "text")
 
 
+SAMPLE_GRAY = ("grace_hopper", "s1045", "jacksboro_fault_dem", "topobathy", "minduka_present",
+               "cell", "microaneurysms", "clock")
+
+
+def _to_byte(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a, dtype=np.float64)
+    return np.round(255 * (a - a.min()) / (a.max() - a.min())).astype(np.uint8)
+
+
+def sample_image(name: str) -> np.ndarray:
+    """pcn18's fresh set: one bundled image (matplotlib sample data or scikit-image) as uint8
+    grayscale."""
+    from PIL import Image
+
+    if name in ("cell", "microaneurysms", "clock"):
+        import skimage.data
+        return np.asarray(getattr(skimage.data, name)())
+    import matplotlib.cbook as cbook
+    if name == "s1045":                   # 256x256 16-bit MRI slice
+        with cbook.get_sample_data("s1045.ima.gz") as f:
+            return _to_byte(np.frombuffer(f.read(), np.uint16).reshape(256, 256))
+    if name == "jacksboro_fault_dem":
+        return _to_byte(cbook.get_sample_data("jacksboro_fault_dem.npz")["elevation"])
+    if name == "topobathy":
+        return _to_byte(cbook.get_sample_data("topobathy.npz")["topo"])
+    file = {"grace_hopper": "grace_hopper.jpg",
+            "minduka_present": "Minduka_Present_Blue_Pack.png"}[name]
+    return np.asarray(Image.open(cbook.get_sample_data(file, asfileobj=False)).convert("L"))
+
+
 def sk_patches(out: Path, size: int = 32, stride: int = 4, short: int = 192,
-               per_class=(300, 100), names=SKIMAGE_PHOTOS) -> None:
+               per_class=(300, 100), names=SKIMAGE_PHOTOS, load=None) -> None:
     import skimage.data
     from PIL import Image
 
     rng = np.random.default_rng(0)
     for name in names:
-        photo = getattr(skimage.data, name)()
+        photo = load(name) if load else getattr(skimage.data, name)()
         if isinstance(photo, tuple):          # stereo_motorcycle: (left, right, disparity)
             photo = photo[0]
         photo = np.asarray(photo)
@@ -127,10 +169,12 @@ def sk_patches(out: Path, size: int = 32, stride: int = 4, short: int = 192,
 
 def main(argv=None) -> None:
     args = list(argv if argv is not None else sys.argv[1:])
-    skimage_only, textures = "--skimage" in args, "--textures" in args
-    args = [a for a in args if a not in ("--skimage", "--textures")]
+    skimage_only, textures, samples = "--skimage" in args, "--textures" in args, "--samples" in args
+    args = [a for a in args if a not in ("--skimage", "--textures", "--samples")]
     out = Path((args or ["heldout"])[0])
-    if textures:
+    if samples:
+        sk_patches(out / "samplegray", names=SAMPLE_GRAY, load=sample_image)
+    elif textures:
         sk_patches(out / "sktextures", names=SKIMAGE_GRAY)
     elif skimage_only:
         sk_patches(out / "skpatches")

@@ -11,7 +11,8 @@ MLPs of L = 5, 8, 12, 16 and VGG-5/7/9 at 1/8 width: the issue's "seconds per ep
 at T chosen by the default rule".
 
 ``--modes``: Meta-PCN at its defaults with the weight normalisation pinned and capped
-(``--weight-norm-mode pin|cap``, pcn17), interleaved, on the same MLPs and VGGs.
+(``--weight-norm-mode pin|cap``, pcn17), interleaved, on the same MLPs and VGGs; with
+``--variants pin,cap:0.3,cap:1`` (pcn18) each MODE[:AdamW weight decay], ratios over the first.
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ from bench import write_yaml  # noqa: E402
 
 
 def step_seconds(spec, method, steps, batch, repeats, schedule="jacobi", wn=True, eta=None,
-                 gain=1.0, mode="pin"):
+                 gain=1.0, mode="pin", decay=0.0):
     torch.manual_seed(0)
     net = build_network(spec)
     x = torch.randn(batch, *spec.in_shape)
     y = torch.randint(0, spec.classes, (batch,))
-    opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, weight_decay=decay)
     eta = eta if eta is not None else (1.0 if method == "meta-pcn" else 0.1)
     cfg = TrainConfig(method=method, inference=InferenceConfig(steps, eta, schedule=schedule))
     params = list(net.parameters())
@@ -71,6 +72,7 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--defaults", action="store_true")
     p.add_argument("--modes", action="store_true")
+    p.add_argument("--variants", default="pin,cap", help="--modes: MODE[:DECAY] list (pcn18)")
     p.add_argument("-o", "--output", default="-")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
@@ -135,15 +137,22 @@ def modes_table(args):
            "results": {}}
     for label, spec in configs.items():
         L = block_count(spec.arch, spec.depth)
-        best = {"pin": float("inf"), "cap": float("inf")}
+        best = {v: float("inf") for v in args.variants.split(",")}
         for _ in range(3):
-            for mode in best:
-                best[mode] = min(best[mode], step_seconds(
+            for v in best:
+                mode, _, decay = v.partition(":")
+                best[v] = min(best[v], step_seconds(
                     spec, "meta-pcn", default_steps("meta-pcn", L), 128, args.repeats, wn=True,
-                    eta=1.0, gain=DEFAULT_GAIN, mode=mode))
-        out["results"][label] = {"pin_s_per_batch": round(best["pin"], 5),
-                                 "cap_s_per_batch": round(best["cap"], 5),
-                                 "cap_over_pin": round(best["cap"] / best["pin"], 3)}
+                    eta=1.0, gain=DEFAULT_GAIN, mode=mode, decay=float(decay or 0)))
+        first = next(iter(best))
+        if list(best) == ["pin", "cap"]:   # pcn17's file layout
+            out["results"][label] = {"pin_s_per_batch": round(best["pin"], 5),
+                                     "cap_s_per_batch": round(best["cap"], 5),
+                                     "cap_over_pin": round(best["cap"] / best["pin"], 3)}
+        else:
+            out["results"][label] = {v: {"s_per_batch": round(t, 5),
+                                         f"over_{first}": round(t / best[first], 3)}
+                                     for v, t in best.items()}
         print(label, out["results"][label], flush=True)
     write_yaml(out, args.output)
 
