@@ -70,7 +70,9 @@ class FitConfig:
     gate: float = 2.0               # crop pixels: silhouettes count once keypoints fit within this
     crop: int = 64                  # crop size (pixels) of the keypoint scale and the silhouettes
     sigma: float = 0.1              # soft rasteriser blur, squared crop pixels (PyTorch3D 1e-4 NDC² at 100 px ≈ 0.25)
-    sigma_bias: float = 0.0         # > 0: the blur follows the subject's pixel size: the largest sigma (<= sigma)
+    sigma_bias: float = 0.0         # (the shape command's default --sigma mesh-auto: 0.03 with sigma_bias_bones
+                                    # false, RESULTS section 16)
+                                    # > 0: the blur follows the subject's pixel size: the largest sigma (<= sigma)
                                     # at which the body fitted to the keypoints renders at most this much
                                     # larger than the masks (:func:`calibrated_sigma`; study,
                                     # benchmarks/fit_avatar RESULTS section 14)
@@ -78,9 +80,10 @@ class FitConfig:
                                     # bones stage only, the mesh stage's offsets keep ``sigma``'s reach)
     sigma_bias_bones: bool = True   # with sigma_bias: the calibrated blur in the bones stage too (False: the
                                     # bones stage keeps ``sigma``; calibrated on the keypoint fit all the same)
-    sigma_anneal: bool = False      # with sigma_bias and sigma_bias_mesh: the mesh stage's blur falls
-                                    # geometrically from ``sigma`` (reach) to the calibrated one (accuracy)
-                                    # over its steps (:func:`sigma_schedule`; RESULTS section 16)
+    sigma_mesh: float = 0.0         # > 0: the mesh stage's blur instead of ``sigma`` (a calibrated one wins)
+    sigma_anneal: bool = False      # the mesh stage's blur falls geometrically from ``sigma`` (reach) to its
+                                    # own (the calibrated one, or sigma_mesh; accuracy) over its steps
+                                    # (:func:`sigma_schedule`; RESULTS section 16)
     silhouettes: bool = True
     lr: float = 0.03
     shape_steps: tuple = (100, 150, 150, 150)   # global, pose, bones, mesh
@@ -560,7 +563,7 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
     hooks = hooks or Hooks(log=log)
     last = None
     calibrate = config.silhouettes and config.sigma_bias > 0 and obs.masks is not None
-    ratios, calibrated, sigma_stages = None, config.sigma, {}
+    ratios, calibrated, sigma_stages, base_sigma = None, config.sigma, {}, config.sigma
     for (name, train, sil), steps in zip(stages, stage_steps):
         if steps <= 0:
             hooks.stop(f"shape {name}", 0, 0, "steps", "skipped (0 steps)")
@@ -578,13 +581,17 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
             ratios, base_sigma, calibrated = (ratio, top), config.sigma, sigma
         sigmas = None
         stage_config = config
-        if sil and ratios is not None:
-            calibrated_here = config.sigma_bias_mesh if name == "mesh" else config.sigma_bias_bones
-            if name == "mesh" and config.sigma_bias_mesh and config.sigma_anneal:
-                sigmas = sigma_schedule(base_sigma, calibrated, steps)
-                hooks.log(f"shape {name}: blur annealed {base_sigma:.4g} -> {calibrated:.4g} crop px^2 "
+        if sil and name == "mesh":
+            end = calibrated if ratios is not None and config.sigma_bias_mesh else (
+                config.sigma_mesh if config.sigma_mesh > 0 else base_sigma)
+            if config.sigma_anneal:
+                sigmas = sigma_schedule(base_sigma, end, steps)
+                hooks.log(f"shape {name}: blur annealed {base_sigma:.4g} -> {end:.4g} crop px^2 "
                           f"(geometric over {steps} steps)")
-            stage_config = replace(config, sigma=calibrated if calibrated_here else base_sigma)
+            stage_config = replace(config, sigma=end)
+        elif sil:
+            stage_config = replace(config, sigma=calibrated if ratios is not None and config.sigma_bias_bones
+                                   else base_sigma)
         if sil:
             sigma_stages[name] = (sigmas[0], sigmas[-1]) if sigmas else stage_config.sigma
         with hooks.bar(steps, f"shape {name}") as bar:
