@@ -157,7 +157,43 @@ FIT_ADVANCED = ("symmetry", "limits", "exclude_offsets", "gate", "silhouette_wei
                 "temporal_order", "outlier_px")
 
 
-SIGMA_AUTO_BIAS = 0.03   # shape --sigma auto: FitConfig.sigma_bias (RESULTS section 14)
+SIGMA_AUTO_BIAS = 0.03   # shape --sigma auto / mesh-auto / mesh-anneal: FitConfig.sigma_bias (RESULTS sections 14, 16)
+SIGMA_MODES = ("auto", "mesh-auto", "mesh-anneal")
+
+
+class SigmaSpec(AutoFloat):
+    """``--sigma``: FLOAT (every silhouette stage), auto | mesh-auto | mesh-anneal (calibrated on the
+    data), or the blur a calibrated run resolved to, as its avatar stores it: BONES,MESH (the mesh
+    stage at MESH) or BONES..MESH (the mesh stage annealed from BONES to MESH)."""
+
+    name = "float|auto|mesh-auto|mesh-anneal|bones,mesh|bones..mesh"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str):
+            text = value.strip().lower()
+            if text in SIGMA_MODES:
+                return text
+            for sep in ("..", ","):
+                if sep in text:
+                    parts = text.split(sep)
+                    if len(parts) != 2:
+                        self.fail(f"{value!r}: expected BONES{sep}MESH", param, ctx)
+                    bones, mesh = (super(SigmaSpec, self).convert(x, param, ctx) for x in parts)
+                    return f"{bones!r}{sep}{mesh!r}"
+        return super().convert(value, param, ctx)
+
+
+def sigma_options(sigma) -> dict:
+    """FitConfig fields of a ``--sigma`` value (see :class:`SigmaSpec`)."""
+    if sigma == "auto":
+        return {"sigma_bias": SIGMA_AUTO_BIAS}
+    if sigma in ("mesh-auto", "mesh-anneal"):
+        return {"sigma_bias": SIGMA_AUTO_BIAS, "sigma_bias_bones": False, "sigma_anneal": sigma == "mesh-anneal"}
+    if isinstance(sigma, str):
+        sep = ".." if ".." in sigma else ","
+        bones, mesh = (float(x) for x in sigma.split(sep))
+        return {"sigma": bones, "sigma_mesh": mesh, "sigma_anneal": sep == ".."}
+    return {"sigma": sigma}
 
 
 def _resolve_shape(ctx) -> dict[str, str]:
@@ -198,11 +234,14 @@ def _resolve_shape(ctx) -> dict[str, str]:
                    "mesh stages with this L2 weight (mean squared offset in body lengths, per frame); "
                    "0 or off: keypoints sit exactly on the template's joints / vertex sets; auto: the "
                    "chosen weight when the keypoint map has a vertex-set keypoint, off when all are joints.")
-@click.option("--sigma", type=AutoFloat(min=0, min_open=True), default=0.1, show_default=True,
-              metavar="FLOAT|auto",
-              help="Soft-rasteriser blur of the silhouettes (crop px^2); auto: the largest <= 0.1 at which "
-                   "the body fitted to the keypoints renders within 3 % of the masks' area (sharper on "
-                   "thin limbs; not the default, RESULTS section 14).")
+@click.option("--sigma", type=SigmaSpec(min=0, min_open=True), default="mesh-auto", show_default=True,
+              metavar="FLOAT|auto|mesh-auto|mesh-anneal",
+              help="Soft-rasteriser blur of the silhouettes (crop px^2). mesh-auto: the bones stage at 0.1, "
+                   "the mesh stage at the largest blur <= 0.1 at which the body fitted to the keypoints "
+                   "renders within 3 % of the masks' area (sharper on thin limbs); auto: that blur in the "
+                   "bones stage too; mesh-anneal: the mesh stage's blur falling geometrically from 0.1 to "
+                   "it; FLOAT: one blur everywhere (0.1 before 2026-12-07); BONES,MESH or BONES..MESH: "
+                   "the blurs a calibrated run stored, to repeat it.")
 @_with(fit_opts)
 def shape(run, template, inputs, template_units, calibration, units, camera_names, n_keyframes, keyframes,
           steps, images_dir, keypoint_offsets, sigma, keypoints, symmetry, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
@@ -228,7 +267,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
                               silhouette_weight=silhouette_weight, temporal_weight=temporal_weight, lr=lr,
                               outlier_px=outlier_px, temporal_order=temporal_order,
                               keypoint_offsets=keypoint_offsets,
-                              **({"sigma_bias": SIGMA_AUTO_BIAS} if sigma == "auto" else {"sigma": sigma}))
+                              **sigma_options(sigma))
     run.write_artifact(tensors, AVATAR, metadata={**meta, **({"cortexkit.why": run.why} if run.why else {})})
 
 

@@ -141,6 +141,11 @@ def main():
                     "masks_sigma_bias_T")
     ap.add_argument("--masks-sigma-bias-bones", default="", help="the same, calibrated blur in the bones stage "
                     "only (sigma_bias_mesh false), each under masks_sigma_bias_bones_T")
+    ap.add_argument("--masks-mesh-anneal", default="", help="also fit masked avatars with the bones stage at "
+                    "sigma and the mesh stage's blur annealed from sigma to the calibrated one (sigma_bias T, "
+                    "sigma_bias_bones false, sigma_anneal; RESULTS section 16), each under masks_mesh_anneal_T")
+    ap.add_argument("--masks-mesh-auto", default="", help="the same, the mesh stage at the calibrated blur "
+                    "throughout (no anneal), each under masks_mesh_auto_T")
     ap.add_argument("--keypoint-offsets", default="", help="keypoint-only avatars with these marker weights "
                     "(FitConfig.keypoint_offsets; W or W:mesh), comma-separated, instead of the default one")
     args = ap.parse_args()
@@ -198,6 +203,11 @@ def main():
                      for t in args.masks_sigma_bias.split(",") if t]
         variants += [(f"masks_sigma_bias_bones_{t}", True, {"sigma_bias": float(t), "sigma_bias_mesh": False})
                      for t in args.masks_sigma_bias_bones.split(",") if t]
+        variants += [(f"masks_mesh_anneal_{t}", True, {"sigma_bias": float(t), "sigma_bias_bones": False,
+                                                        "sigma_anneal": True})
+                     for t in args.masks_mesh_anneal.split(",") if t]
+        variants += [(f"masks_mesh_auto_{t}", True, {"sigma_bias": float(t), "sigma_bias_bones": False})
+                     for t in args.masks_mesh_auto.split(",") if t]
         for name, sil, extra in variants:
             check = raster_check(args.check_raster)
             config = FitConfig(**{**overrides, **extra, "silhouettes": sil})
@@ -227,6 +237,7 @@ def main():
                 "bone_scale_error_observed": observed_bone_error(tpl, shaped.shape, truth),
                 "bone_length_error_spanned_unspanned": bone_split(tpl, shaped.shape, truth),
                 "sigma": shaped.sigma if sil else None,
+                "sigma_stages": {k: list(v) if isinstance(v, tuple) else v for k, v in shaped.sigma_stages.items()},
                 "sigma_area_ratio": None if shaped.sigma_ratio is None else [round(float(r), 4) for r in shaped.sigma_ratio],
                 "scale_error": m["scale_error"], "shape_cpu_s": shape_cpu,
                 "shape_wall_s": time.perf_counter() - w0 - track_cpu,

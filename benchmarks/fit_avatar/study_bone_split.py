@@ -14,7 +14,9 @@ keypoints (no silhouettes), masks (the default), mesh_only (bones_silhouettes fa
 (bones_offsets: vertex offsets free in the masked bones stage), split_offsets (both), masks_w10
 (silhouette weight 10), masks_sigma003 (rasteriser blur 0.03 crop px^2), masks_sigma002 (0.02: section 13), masks_sigmaauto (the blur calibrated on the keypoint-fitted body: the largest sigma <= 0.1
 whose soft render is at most 3 % larger than the masks, FitConfig.sigma_bias 0.03: section 14), masks_sigmaauto_bones (the same in the bones stage only; the mesh stage at
-0.1). A split with the pose frozen
+0.1), masks_mesh_anneal (section 16: the bones stage at 0.1, the mesh stage's blur annealed geometrically
+from 0.1 to the calibrated sigma over its steps), masks_mesh_auto (bones at 0.1, mesh at the calibrated sigma
+throughout). A split with the pose frozen
 is not offered: a chain's end keypoint would move with its split.
 """
 
@@ -41,7 +43,9 @@ VARIANTS = {"keypoints": {"silhouettes": False}, "masks": {}, "mesh_only": {"bon
             "masks_w10": {"silhouette_weight": 10.0}, "masks_sigma003": {"sigma": 0.03},
             "split_sigma003": {"bones_split": True, "sigma": 0.03}, "masks_sigma002": {"sigma": 0.02},
             "masks_sigmaauto": {"sigma_bias": 0.03},
-            "masks_sigmaauto_bones": {"sigma_bias": 0.03, "sigma_bias_mesh": False}}
+            "masks_sigmaauto_bones": {"sigma_bias": 0.03, "sigma_bias_mesh": False},
+            "masks_mesh_anneal": {"sigma_bias": 0.03, "sigma_bias_bones": False, "sigma_anneal": True},
+            "masks_mesh_auto": {"sigma_bias": 0.03, "sigma_bias_bones": False}}
 
 
 def main():
@@ -89,6 +93,7 @@ def main():
             "track_mpjpe_mm": m["mpjpe_mm"], "vertex_error_mm": m["vertex_error_mm"], "shape_cpu_s": cpu,
             "sigma": shaped.sigma if config.silhouettes else None,
             "sigma_mesh": config.sigma if config.silhouettes and not config.sigma_bias_mesh else None,
+            "sigma_stages": {k: list(v) if isinstance(v, tuple) else v for k, v in shaped.sigma_stages.items()},
             "sigma_area_ratio": None if shaped.sigma_ratio is None else [round(float(r), 4) for r in shaped.sigma_ratio],
             "peak_rss_mb_so_far": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
         print(f"# {name}: {out['variants'][name]}", file=sys.stderr, flush=True)

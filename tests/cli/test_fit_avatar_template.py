@@ -205,12 +205,61 @@ def test_template_builder_keeps_the_hexapod_bytes_and_builds_the_bird(sh, cli, t
 
 
 @pytest.mark.slow
+def test_shape_default_sigma_mesh_auto_and_mesh_anneal_store_the_blurs_they_resolved_to(sh, cli, tmp_path, one_line_error):
+    """The default --sigma is mesh-auto (benchmarks/fit_avatar RESULTS section 16): --print-config says so,
+    and a default run keeps 0.1 in the bones stage and calibrates the mesh stage's blur on the keypoint
+    fit (below 0.05 on the hexapod's thin legs at 48 px); its avatar stores the resolved BONES,MESH.
+    --sigma mesh-anneal anneals the mesh stage from 0.1 to the same blur and stores BONES..MESH, and
+    giving that back as --sigma repeats the fit bit for bit without calibrating. A malformed pair is a
+    one-line usage error."""
+    import re
+
+    import numpy as np
+    import yaml
+
+    from cortexkit.formats.artifact import read_artifact
+
+    glb, kp, sym = HEX / "hexapod.glb", HEX / "hexapod_keypoints.yaml", HEX / "hexapod_symmetry.yaml"
+    common = f"--keypoints {kp} --symmetry {sym} --n-keyframes 2 --steps 20,30,2,3 --threads 1 --seed 0"
+    script = f"""
+    set -e
+    cortexkit fit-avatar synth {glb} --keypoints {kp} --symmetry {sym} --frames 4 --rig ring:6 --crop 48 -o views.st
+    cortexkit fit-avatar shape {glb} views.st {common} --sigma mesh-anneal -o anneal.st
+    cortexkit fit-avatar shape {glb} views.st {common} -o flat.st
+    """
+    proc = sh(script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"shape mesh: blur annealed 0.1 -> [0-9.e-]+ crop px\^2 \(geometric over 3 steps\)", proc.stderr)
+    anneal = read_artifact(tmp_path / "anneal.st", framework="np")
+    spec = anneal.config["sigma"]
+    bones, mesh = (float(x) for x in spec.split(".."))
+    assert bones == 0.1 and mesh < 0.05, spec
+    assert anneal.meta_json("cortexkit.why")["sigma"].startswith(f"mesh-anneal -> {spec}: rendered / mask area")
+    flat = read_artifact(tmp_path / "flat.st", framework="np")
+    assert flat.config["sigma"] == f"0.1,{mesh!r}", flat.config["sigma"]
+    assert flat.meta_json("cortexkit.why")["sigma"].startswith(f"mesh-auto -> 0.1,{mesh!r}: rendered / mask area")
+    assert yaml.safe_load(cli("fit-avatar", "shape", glb, "--print-config").stdout)["sigma"] == "mesh-auto"
+    again = tmp_path / "again.st"
+    p = cli("fit-avatar", "shape", glb, tmp_path / "views.st", *common.split(), "--sigma", spec, "-o", again)
+    assert p.returncode == 0 and "rasteriser blur sigma" not in p.stderr, p.stderr
+    repeat = read_artifact(again, framework="np")
+    for name in anneal.tensors:
+        assert np.array_equal(anneal.tensors[name], repeat.tensors[name]), name
+    assert repeat.config["sigma"] == spec
+    for bad in ("0.1..0", "0.1,0.2,0.3", "mesh"):
+        out = tmp_path / "bad.st"
+        one_line_error(cli("fit-avatar", "shape", glb, tmp_path / "views.st", "--sigma", bad, "-o", out),
+                       "fit-avatar shape", "--sigma", code=2)
+        assert not out.exists()
+
+
+@pytest.mark.slow
 def test_shape_sigma_auto_calibrates_the_blur_on_thin_limbs(sh, cli, tmp_path, one_line_error):
     """shape --sigma auto (not the default, benchmarks/fit_avatar RESULTS section 14): the blur is
     the largest <= 0.1 at which the body fitted to the keypoints renders within 3 % of the masks'
     area; on the hexapod's 1-2 px legs at 48 px crops that is well below 0.1 (0.1 renders the body
-    ~23 % too large), and the run says which blur it used. The default stays 0.1; a blur <= 0 is a
-    one-line error."""
+    ~23 % too large), and the run says which blur it used. The default is mesh-auto (section 16);
+    a blur <= 0 is a one-line error."""
     import re
 
     import yaml
@@ -234,7 +283,7 @@ def test_shape_sigma_auto_calibrates_the_blur_on_thin_limbs(sh, cli, tmp_path, o
     avatar = read_artifact(tmp_path / "avatar.st", framework="np")   # the blur it used, to re-run with --sigma
     assert f"{avatar.config['sigma']:.4g}" == f"{sigma:.4g}" and avatar.config["sigma"] < 0.05
     assert avatar.meta_json("cortexkit.why")["sigma"].startswith(f"auto -> {sigma:.4g}: rendered / mask area")
-    assert yaml.safe_load(cli("fit-avatar", "shape", glb, "--print-config").stdout)["sigma"] == 0.1
+    assert yaml.safe_load(cli("fit-avatar", "shape", glb, "--print-config").stdout)["sigma"] == "mesh-auto"
     out = tmp_path / "bad.st"
     p = cli("fit-avatar", "shape", glb, tmp_path / "views.st", "--sigma", "0", "-o", out)
     one_line_error(p, "fit-avatar shape", "--sigma", code=2)

@@ -254,6 +254,69 @@ def test_calibrated_sigma_sharpens_the_blur_on_thin_limbs_and_keeps_it_where_the
     assert fitted.sigma < 0.1 and fitted.sigma_ratio[0] <= 1.03 < fitted.sigma_ratio[1], fitted.sigma_ratio
 
 
+def test_sigma_schedule_is_geometric_from_reach_to_the_calibrated_blur():
+    """The mesh stage's annealed blur (RESULTS section 16): the first step at the wide blur, the last at
+    the calibrated one, falling monotonically with a constant ratio between steps (geometric, as soft
+    rasterisers anneal); one step is the end value, none is empty."""
+    from cortexkit.tools.avatar.fit import sigma_schedule
+
+    sig = sigma_schedule(0.1, 0.027, 60)
+    assert len(sig) == 60 and sig[0] == 0.1 and sig[-1] == 0.027
+    assert all(a > b for a, b in zip(sig, sig[1:]))
+    ratios = [b / a for a, b in zip(sig, sig[1:])]
+    assert max(ratios) - min(ratios) < 1e-12 and abs(ratios[0] ** 59 - 0.27) < 1e-9
+    assert sigma_schedule(0.1, 0.027, 1) == [0.027] and sigma_schedule(0.1, 0.027, 0) == []
+    assert sigma_schedule(0.1, 0.1, 5) == [0.1] * 5
+
+
+def test_mesh_anneal_keeps_the_bones_stage_at_sigma_and_anneals_only_the_mesh_stage(monkeypatch):
+    """FitConfig(sigma_bias, sigma_bias_bones=False, sigma_anneal=True) (RESULTS section 16): the blur is
+    calibrated on the keypoint fit as ``--sigma auto`` does, but every bones-stage render uses
+    ``sigma`` (0.1) and the mesh stage's renders fall from 0.1 to the calibrated blur; the bones,
+    scale and everything fitted before the mesh stage are bit-identical to today's masked fit (the
+    mesh stage does not train them), and ``sigma_stages`` says which blur each stage used. Without
+    the anneal the mesh stage renders at the calibrated blur throughout."""
+    from pathlib import Path
+
+    import yaml
+
+    import cortexkit.tools.avatar.fit as fit
+    from cortexkit.formats.gltf import read_gltf
+    from cortexkit.tools.avatar.model import template_from_mesh
+    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+
+    hexapod = Path(__file__).resolve().parents[1] / "data" / "hexapod"
+    mesh = read_gltf(hexapod / "hexapod.glb")
+    tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
+                             mesh.rest_world, unit_mm=1000.0,
+                             keypoints=yaml.safe_load((hexapod / "hexapod_keypoints.yaml").read_text()))
+    world = mesh.animations[next(iter(mesh.animations))]["world"][:30:10]
+    cams, syn = make_views(tpl, world, 1000.0, "ring:6", None, SynthConfig(crop=48, masks=True, seed=0))
+    obs = fit.Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+    calls = []
+    real = fit.soft_silhouette
+    monkeypatch.setattr(fit, "soft_silhouette", lambda pix, faces, size, sigma, **kw: (
+        calls.append(sigma), real(pix, faces, size, sigma, **kw))[1])
+    steps = (2, 2, 3, 4)
+    base = dict(shape_steps=steps, gate=1e9, silhouette_cameras=2)
+    today = fit.fit_avatar_shape(tpl, obs, fit.FitConfig(**base), 2)
+    assert set(calls) == {0.1} and len(calls) == 7 and today.sigma_stages == {"bones": 0.1, "mesh": 0.1}
+    calls.clear()
+    anneal = fit.fit_avatar_shape(tpl, obs, fit.FitConfig(**base, sigma_bias=0.03, sigma_bias_bones=False,
+                                                          sigma_anneal=True), 2)
+    renders = [s for s in calls[-7:]]     # the calibration's renders come first
+    assert anneal.sigma < 0.05 and renders[:3] == [0.1] * 3, (anneal.sigma, calls)
+    assert renders[3] == 0.1 and renders[-1] == anneal.sigma and renders[3:] == sorted(renders[3:], reverse=True)
+    assert anneal.sigma_stages == {"bones": 0.1, "mesh": (0.1, anneal.sigma)}
+    assert torch.equal(anneal.shape.bone_scales, today.shape.bone_scales)
+    assert torch.equal(anneal.shape.scale, today.shape.scale)
+    assert not torch.equal(anneal.shape.offsets, today.shape.offsets)
+    calls.clear()
+    flat = fit.fit_avatar_shape(tpl, obs, fit.FitConfig(**base, sigma_bias=0.03, sigma_bias_bones=False), 2)
+    assert calls[-7:] == [0.1] * 3 + [flat.sigma] * 4 and flat.sigma == anneal.sigma
+    assert flat.sigma_stages == {"bones": 0.1, "mesh": flat.sigma}
+
+
 @pytest.fixture
 def fox(shared_data):
     from cortexkit.formats.gltf import read_gltf

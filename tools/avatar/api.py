@@ -55,6 +55,19 @@ def fit_config(**kw):
     return FitConfig(**{k: v for k, v in kw.items() if v is not None})
 
 
+def resolved_sigma(stages: dict):
+    """The ``--sigma`` value that repeats a run's blurs, from ``ShapeResult.sigma_stages``: one float
+    when every stage used it (auto), BONES,MESH when the mesh stage used its own (mesh-auto),
+    BONES..MESH when the mesh stage was annealed from BONES to MESH (mesh-anneal)."""
+    mesh = stages.get("mesh")
+    bones = stages.get("bones", stages.get("split", mesh[0] if isinstance(mesh, tuple) else mesh))
+    if isinstance(mesh, tuple):
+        return f"{float(bones)!r}..{float(mesh[1])!r}"
+    if mesh is None or mesh == bones:
+        return float(bones)
+    return f"{float(bones)!r},{float(mesh)!r}"
+
+
 def shape(log, tpl, views, *, steps: str, keyframes: str | None, n_keyframes: int, images_dir,
           **config):
     """The shape verb: keyframes of ``views`` -> (avatar tensors, metadata); ``steps`` is
@@ -86,9 +99,14 @@ def shape(log, tpl, views, *, steps: str, keyframes: str | None, n_keyframes: in
                                      lambda b, c: read_image(image_files[c][result.keyframes[b]]))
         log.info(f"texture: {int(seen.sum())} of {len(seen)} vertices seen in "
                  f"{len(result.keyframes)} keyframes x {len(obs.cameras)} cameras")
-    if result.sigma_ratio is not None:  # --sigma auto: the stored config holds the blur it resolved to
-        log.config["sigma"] = float(result.sigma)
-        log.why["sigma"] = f"auto -> {result.sigma:.4g}: rendered / mask area {result.sigma_ratio[0]:.3f}"
+    if result.sigma_ratio is not None:  # a calibrated blur: the stored config holds what it resolved to
+        spec = resolved_sigma(result.sigma_stages)
+        mode = "auto" if config.get("sigma_bias_bones", True) else (
+            "mesh-anneal" if config.get("sigma_anneal") else "mesh-auto")
+        log.config["sigma"] = spec
+        log.why["sigma"] = (f"{mode} -> {spec if isinstance(spec, str) else format(spec, '.4g')}: rendered / mask "
+                            f"area {result.sigma_ratio[0]:.3f} at {result.sigma:.4g} "
+                            f"({result.sigma_ratio[1]:.3f} at the widest)")
     return avatar_to_tensors(tpl, result.shape, colors)
 
 

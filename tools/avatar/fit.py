@@ -70,12 +70,20 @@ class FitConfig:
     gate: float = 2.0               # crop pixels: silhouettes count once keypoints fit within this
     crop: int = 64                  # crop size (pixels) of the keypoint scale and the silhouettes
     sigma: float = 0.1              # soft rasteriser blur, squared crop pixels (PyTorch3D 1e-4 NDC² at 100 px ≈ 0.25)
-    sigma_bias: float = 0.0         # > 0: the blur follows the subject's pixel size: the largest sigma (<= sigma)
+    sigma_bias: float = 0.0         # (the shape command's default --sigma mesh-auto: 0.03 with sigma_bias_bones
+                                    # false, RESULTS section 16)
+                                    # > 0: the blur follows the subject's pixel size: the largest sigma (<= sigma)
                                     # at which the body fitted to the keypoints renders at most this much
                                     # larger than the masks (:func:`calibrated_sigma`; study,
                                     # benchmarks/fit_avatar RESULTS section 14)
     sigma_bias_mesh: bool = True    # with sigma_bias: the calibrated blur in the mesh stage too (False: the
                                     # bones stage only, the mesh stage's offsets keep ``sigma``'s reach)
+    sigma_bias_bones: bool = True   # with sigma_bias: the calibrated blur in the bones stage too (False: the
+                                    # bones stage keeps ``sigma``; calibrated on the keypoint fit all the same)
+    sigma_mesh: float = 0.0         # > 0: the mesh stage's blur instead of ``sigma`` (a calibrated one wins)
+    sigma_anneal: bool = False      # the mesh stage's blur falls geometrically from ``sigma`` (reach) to its
+                                    # own (the calibrated one, or sigma_mesh; accuracy) over its steps
+                                    # (:func:`sigma_schedule`; RESULTS section 16)
     silhouettes: bool = True
     lr: float = 0.03
     shape_steps: tuple = (100, 150, 150, 150)   # global, pose, bones, mesh
@@ -235,6 +243,20 @@ def _area_ratio(pix: torch.Tensor, faces: torch.Tensor, size: int, sigma: float,
     return area / max(float(masks.sum()), 1e-9)
 
 
+def sigma_schedule(start: float, end: float, steps: int) -> list[float]:
+    """The blur per Adam step of an annealed stage: geometric from ``start`` at the first step to
+    ``end`` at the last (coarse to fine, as soft rasterisers anneal their blur), monotone;
+    one step gets ``end``."""
+    if steps <= 0:
+        return []
+    if steps == 1 or start == end:
+        return [float(end)] * steps
+    ratio = math.log(end / start)
+    out = [start * math.exp(ratio * i / (steps - 1)) for i in range(steps)]
+    out[0], out[-1] = float(start), float(end)
+    return out
+
+
 def calibrated_sigma(template: Template, verts: torch.Tensor, obs: Observations, use: torch.Tensor,
                      largest: float, tolerance: float, smallest: float = 0.005, iterations: int = 6):
     """The blur that follows the subject's pixel size. The soft rasteriser renders thin parts too
@@ -379,9 +401,11 @@ class Params:
 
 def _optimise(template, params: Params, obs: Observations, use: torch.Tensor, config: FitConfig,
               train: list[str], steps: int, silhouettes: bool, temporal: bool,
-              kp_weights: torch.Tensor, on_step: Callable | None = None, frozen_bones: torch.Tensor | None = None):
+              kp_weights: torch.Tensor, on_step: Callable | None = None, frozen_bones: torch.Tensor | None = None,
+              sigmas: list[float] | None = None):
     """Adam on ``train`` for ``steps`` steps; on_step(step, l_kp (B,), l_sil (B,)) after each;
-    ``frozen_bones`` (G,) bool: bone groups whose log scale gets no update.
+    ``frozen_bones`` (G,) bool: bone groups whose log scale gets no update; ``sigmas`` (steps,): the
+    rasteriser blur per step (an annealed stage; None: ``config.sigma`` throughout).
     Returns the last (l_kp, l_sil, kp_cam) (detached)."""
     tensors = {n: getattr(params, n) for n in train}
     for t in tensors.values():
@@ -396,7 +420,8 @@ def _optimise(template, params: Params, obs: Observations, use: torch.Tensor, co
         opt.zero_grad()
         shape, pose = params.shape(), params.pose()
         verts, _, kps = forward(template, shape, pose, with_vertices=need_verts)
-        l_kp, l_sil, kp_cam = image_terms(template, verts, kps, obs, use, config, silhouettes, kp_weights)
+        step_config = config if sigmas is None else replace(config, sigma=sigmas[step])
+        l_kp, l_sil, kp_cam = image_terms(template, verts, kps, obs, use, step_config, silhouettes, kp_weights)
         limit, bone, smooth, temp = prior_terms(template, shape, pose, config, params.length,
                                                 params.scale0, temporal)
         loss = (config.keypoint_weight * l_kp + config.silhouette_weight * l_sil
@@ -445,6 +470,8 @@ class ShapeResult:
     keyframes: list[int] = field(default_factory=list)
     sigma: float | None = None      # the rasteriser blur the silhouettes used (config.sigma_bias: calibrated)
     sigma_ratio: tuple | None = None  # with sigma_bias: (area ratio at sigma, at config.sigma)
+    sigma_stages: dict = field(default_factory=dict)  # the blur each silhouette stage used: a float, or
+                                                      # (first, last) for an annealed stage
 
 
 @dataclass
@@ -536,7 +563,7 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
     hooks = hooks or Hooks(log=log)
     last = None
     calibrate = config.silhouettes and config.sigma_bias > 0 and obs.masks is not None
-    ratios, calibrated = None, config.sigma
+    ratios, calibrated, sigma_stages, base_sigma = None, config.sigma, {}, config.sigma
     for (name, train, sil), steps in zip(stages, stage_steps):
         if steps <= 0:
             hooks.stop(f"shape {name}", 0, 0, "steps", "skipped (0 steps)")
@@ -551,22 +578,36 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
             sigma, ratio, top = calibrated_sigma(template, verts, obs, views, config.sigma, config.sigma_bias)
             hooks.log(f"shape: rasteriser blur sigma {sigma:.4g} crop px^2 (rendered / mask area {ratio:.3f}; "
                       f"{top:.3f} at {config.sigma:g})")
-            config, ratios, base_sigma, calibrated = replace(config, sigma=sigma), (ratio, top), config.sigma, sigma
-        if name == "mesh" and ratios is not None and not config.sigma_bias_mesh:
-            config = replace(config, sigma=base_sigma)
+            ratios, base_sigma, calibrated = (ratio, top), config.sigma, sigma
+        sigmas = None
+        stage_config = config
+        if sil and name == "mesh":
+            end = calibrated if ratios is not None and config.sigma_bias_mesh else (
+                config.sigma_mesh if config.sigma_mesh > 0 else base_sigma)
+            if config.sigma_anneal:
+                sigmas = sigma_schedule(base_sigma, end, steps)
+                hooks.log(f"shape {name}: blur annealed {base_sigma:.4g} -> {end:.4g} crop px^2 "
+                          f"(geometric over {steps} steps)")
+            stage_config = replace(config, sigma=end)
+        elif sil:
+            stage_config = replace(config, sigma=calibrated if ratios is not None and config.sigma_bias_bones
+                                   else base_sigma)
+        if sil:
+            sigma_stages[name] = (sigmas[0], sigmas[-1]) if sigmas else stage_config.sigma
         with hooks.bar(steps, f"shape {name}") as bar:
             def on_step(step, l_kp, l_sil, name=name, steps=steps, bar=bar):
                 bar.update(1)
                 if (step + 1) % _every(steps) == 0:
                     hooks.detail(f"shape {name} step {step + 1}/{steps}: keypoints {float(l_kp.mean()):.3f} "
                                  f"crop px, silhouette {float(l_sil.mean()):.4f}")
-            last = _optimise(template, params, obs, use, config, train, steps, sil, False, kw, on_step,
-                             frozen.get(name))
+            last = _optimise(template, params, obs, use, stage_config, train, steps, sil, False, kw, on_step,
+                             frozen.get(name), sigmas)
         hooks.log(f"shape stage {name}: keypoint error {last[0].mean():.3f} crop px, "
                   f"silhouette {last[1].mean():.4f}")
         hooks.stop(f"shape {name}", steps, steps, "steps", "completed",
                    keypoint_px=round(float(last[0].mean()), 4), silhouette=round(float(last[1].mean()), 5))
-    return ShapeResult(params.shape(), params.pose(), last[0], last[1], sigma=calibrated, sigma_ratio=ratios)
+    return ShapeResult(params.shape(), params.pose(), last[0], last[1], sigma=calibrated, sigma_ratio=ratios,
+                       sigma_stages=sigma_stages)
 
 
 @dataclass
