@@ -43,6 +43,20 @@ matplotlib):
   scikit-image images (cell, microaneurysms, clock); each resized so its shorter side is 192
   pixels; 8 classes = the image; train patches from the upper 70 %, test patches from below it
   (no pixel shared), 300 train and 100 test per class (seed 0): 2,400 / 800.
+
+A sixth set, built at pcn19 before its deciding runs and looked at only after its verdict
+(``heldout.py DIR --rest``; bundled files only, nothing downloaded; needs scikit-image and
+matplotlib). The photographs scikit-image bundles (astronaut, chelsea, coffee, rocket,
+hubble_deep_field, immunohistochemistry, retina, motorcycle) are skpatches' classes already, so
+this set takes the bundled images no earlier set used:
+
+- DIR/skrest/: an image folder of 32x32 grayscale (one channel) patches from eight images:
+  scikit-image's horse silhouette, Shepp-Logan phantom, logo, colour wheel (``color.png``) and
+  grey chessboard, its Labeled-Faces-in-the-Wild subset as two mosaics (the 100 faces and the 100
+  non-face crops, each 10x10 tiles of 25x25 = 250x250), and matplotlib's ``logo2.png``; all as
+  grayscale; each resized so its shorter side is 192 pixels; 8 classes = the image; train patches
+  from the upper 70 %, test patches from below it (no pixel shared), 300 train and 100 test per
+  class (seed 0): 2,400 / 800.
 """
 
 from __future__ import annotations
@@ -110,6 +124,32 @@ SAMPLE_GRAY = ("grace_hopper", "s1045", "jacksboro_fault_dem", "topobathy", "min
                "cell", "microaneurysms", "clock")
 
 
+REST_GRAY = ("horse", "phantom", "logo", "colorwheel", "chessboard", "lfw_faces", "lfw_nonfaces",
+             "mpl_logo2")
+
+
+def rest_image(name: str) -> np.ndarray:
+    """pcn19's fresh set: one bundled image no earlier set used, as uint8 grayscale."""
+    from pathlib import Path as _P
+
+    from PIL import Image
+
+    import skimage.data
+    here = _P(skimage.data.__file__).parent
+    if name in ("lfw_faces", "lfw_nonfaces"):     # 200 x 25 x 25: 100 faces, then 100 non-faces
+        tiles = np.load(here / "lfw_subset.npy")
+        tiles = tiles[:100] if name == "lfw_faces" else tiles[100:200]
+        mosaic = tiles.reshape(10, 10, 25, 25).transpose(0, 2, 1, 3).reshape(250, 250)
+        return _to_byte(mosaic)
+    if name == "mpl_logo2":
+        import matplotlib
+        file = _P(matplotlib.get_data_path()) / "sample_data" / "logo2.png"
+    else:
+        file = here / {"horse": "horse.png", "phantom": "phantom.png", "logo": "logo.png",
+                       "colorwheel": "color.png", "chessboard": "chessboard_GRAY.png"}[name]
+    return np.asarray(Image.open(file).convert("L"))
+
+
 def _to_byte(a: np.ndarray) -> np.ndarray:
     a = np.asarray(a, dtype=np.float64)
     return np.round(255 * (a - a.min()) / (a.max() - a.min())).astype(np.uint8)
@@ -170,9 +210,12 @@ def sk_patches(out: Path, size: int = 32, stride: int = 4, short: int = 192,
 def main(argv=None) -> None:
     args = list(argv if argv is not None else sys.argv[1:])
     skimage_only, textures, samples = "--skimage" in args, "--textures" in args, "--samples" in args
-    args = [a for a in args if a not in ("--skimage", "--textures", "--samples")]
+    rest = "--rest" in args
+    args = [a for a in args if a not in ("--skimage", "--textures", "--samples", "--rest")]
     out = Path((args or ["heldout"])[0])
-    if samples:
+    if rest:
+        sk_patches(out / "skrest", names=REST_GRAY, load=rest_image)
+    elif samples:
         sk_patches(out / "samplegray", names=SAMPLE_GRAY, load=sample_image)
     elif textures:
         sk_patches(out / "sktextures", names=SKIMAGE_GRAY)

@@ -1,0 +1,100 @@
+"""pcn19, after the verdict (informational, decides nothing): the cost of cap + AdamW decay 1
+against pin measured so that load on a shared machine cancels more. Meta-PCN at its default T on
+the MLPs of timing.py (batch 128, 1 thread); pin and cap:1 batches alternate N times (the order
+flipped every pair), each timed with the process's CPU clock; the statistic is the median over
+pairs of the per-pair ratio cap:1 / pin (a load spike hits one pair, not a whole mode), with the
+ratio of the medians beside it. Also the AdamW step alone (decay 0 vs 1) in microseconds.
+
+    OMP_NUM_THREADS=1 python benchmarks/train_pcn/pcn19_cost_probe.py --pairs 200 \\
+        -o benchmarks/train_pcn/pcn19_cost_probe.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from cortexkit.tools.pcn.defaults import DEFAULT_GAIN, default_steps
+from cortexkit.tools.pcn.inference import InferenceConfig
+from cortexkit.tools.pcn.network import NetworkSpec, build_network
+from cortexkit.tools.pcn.train import TrainConfig, _inference, normalize_weights
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import write_yaml  # noqa: E402
+
+
+def runner(spec, mode, decay, batch=128):
+    torch.manual_seed(0)
+    net = build_network(spec)
+    x = torch.randn(batch, *spec.in_shape)
+    y = torch.randint(0, spec.classes, (batch,))
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, weight_decay=decay)
+    cfg = TrainConfig(method="meta-pcn",
+                      inference=InferenceConfig(default_steps("meta-pcn", spec.depth), 1.0))
+    params = list(net.parameters())
+
+    def weight_step(grads):
+        for p, g in zip(params, grads):
+            p.grad = g
+        opt.step()
+        normalize_weights(net, DEFAULT_GAIN, mode=mode)
+
+    def one():
+        weight_step(_inference(net, x, y, cfg, 1.0 / batch, weight_step).grads)
+
+    def opt_only():
+        opt.step()
+
+    one()
+    return one, opt_only
+
+
+def cpu(fn):
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--pairs", type=int, default=200)
+    p.add_argument("-o", "--output", default="-")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    out = {"settings": "Meta-PCN defaults (T = L - 1), batch 128, 1 thread, CPU clock; pin vs "
+                       "cap + AdamW decay 1 alternating, order flipped every pair",
+           "pairs": args.pairs, "results": {}}
+    for depth in (5, 8, 12, 16):
+        spec = NetworkSpec("mlp", (1, 28, 28), 10, width=128, depth=depth)
+        (pin, pin_opt), (cap, cap_opt) = runner(spec, "pin", 0.0), runner(spec, "cap", 1.0)
+        ratios, tp, tc, op, oc = [], [], [], [], []
+        for i in range(args.pairs):
+            if i % 2:
+                c, q = cpu(cap), cpu(pin)
+            else:
+                q, c = cpu(pin), cpu(cap)
+            ratios.append(c / q)
+            tp.append(q)
+            tc.append(c)
+            op.append(cpu(pin_opt))
+            oc.append(cpu(cap_opt))
+        r = np.array(ratios)
+        out["results"][f"MLP L={depth} w128"] = {
+            "median_pair_ratio": round(float(np.median(r)), 3),
+            "pair_ratio_iqr": [round(float(np.percentile(r, 25)), 3),
+                               round(float(np.percentile(r, 75)), 3)],
+            "ratio_of_medians": round(float(np.median(tc) / np.median(tp)), 3),
+            "pin_ms": round(1e3 * float(np.median(tp)), 3),
+            "adamw_step_us_decay0": round(1e6 * float(np.median(op)), 1),
+            "adamw_step_us_decay1": round(1e6 * float(np.median(oc)), 1)}
+        print(depth, out["results"][f"MLP L={depth} w128"], flush=True)
+    write_yaml(out, args.output)
+
+
+if __name__ == "__main__":
+    main()
