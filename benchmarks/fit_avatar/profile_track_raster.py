@@ -6,9 +6,12 @@ calls' sizes (images, pairs, window sizes, covered pixels). ``exact``: over save
 selection vs the deferred one: images with alpha bit-identical, max |alpha diff|, max gradient diff
 over the largest component. ``time``: CPU ms per forward / backward both ways, interleaved, min and
 median of ``--reps``. ``prof``: torch profiler table of 8 saved calls (``--deferred`` picks the path).
+``shape``: the files are templates; masked shape's calls (the true bodies at 12 keyframes x the 6
+best-covered of 16 ring cameras, 48 px, sigma 0.1 and 0.04), forward + backward both ways, min of 5.
 
     OMP_NUM_THREADS=1 python benchmarks/fit_avatar/profile_track_raster.py record --template benchmarks/fit_avatar/_lizard/lizard.glb --frames 30 --out /tmp/lizard30.pt
     OMP_NUM_THREADS=1 python benchmarks/fit_avatar/profile_track_raster.py exact /tmp/lizard30.pt /tmp/hexapod30.pt
+    OMP_NUM_THREADS=1 python benchmarks/fit_avatar/profile_track_raster.py shape benchmarks/fit_avatar/_lizard/lizard.glb benchmarks/fit_avatar/_quadruped/quadruped.glb
 """
 
 from __future__ import annotations
@@ -73,6 +76,33 @@ def record(args):
     torch.save({"faces": tpl.faces, "rec": rec}, args.out)
 
 
+def shape_calls(template: str):
+    from cortexkit.tools.avatar.camera import project
+    from cortexkit.tools.avatar.fit import select_cameras
+    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+    from make_template import load_template
+
+    mesh, tpl = load_template(Path(template))
+    world = mesh.animations[next(iter(mesh.animations))]["world"][:30]
+    cams, syn = make_views(tpl, world, 1000.0, "ring:16", None,
+                           SynthConfig(noise=2.0, dropout=0.2, outliers=0.03, crop=48, masks=True, seed=0))
+    keys = sorted(set(np.linspace(0, len(world) - 1, 12).round().astype(int).tolist()))
+    b, c = select_cameras(syn.confidence[keys], 6).nonzero(as_tuple=True)
+    vp = project(cams, syn.truth["vertices"][keys].float()).permute(1, 0, 2, 3)[b, c]
+    crop = syn.crops[keys][b, c].to(vp.dtype)
+    pix = (vp - crop[:, None, :2]) * crop[:, None, 2:]
+    for sigma in (0.1, 0.04):
+        runs = {False: [], True: []}
+        for _ in range(5):
+            for deferred in (False, True):
+                _, _, tf, tb = render(pix, tpl.faces, 48, sigma, deferred=deferred)
+                runs[deferred].append((tf, tb))
+        best = {d: (1e3 * min(x[0] for x in r), 1e3 * min(x[1] for x in r)) for d, r in runs.items()}
+        print(f"{Path(template).name} sigma {sigma}: {len(pix)} images, section 15 forward / backward ms "
+              f"{best[False][0]:.1f} / {best[False][1]:.1f}, deferred {best[True][0]:.1f} / {best[True][1]:.1f}, "
+              f"ratio {sum(best[True]) / sum(best[False]):.3f}")
+
+
 def render(pix, faces, size, sigma, **kw):
     x = pix.clone().requires_grad_(True)
     t0 = time.process_time()
@@ -84,7 +114,7 @@ def render(pix, faces, size, sigma, **kw):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["record", "exact", "time", "prof"])
+    ap.add_argument("what", choices=["record", "exact", "time", "prof", "shape"])
     ap.add_argument("files", nargs="*")
     ap.add_argument("--template", default=str(HEX / "hexapod.glb"))
     ap.add_argument("--frames", type=int, default=30)
@@ -96,6 +126,10 @@ def main():
     torch.set_num_threads(1)
     if args.what == "record":
         return record(args)
+    if args.what == "shape":
+        for template in args.files:
+            shape_calls(template)
+        return
     for path in args.files:
         saved = torch.load(path)
         faces, rec = saved["faces"], saved["rec"]
