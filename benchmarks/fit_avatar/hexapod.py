@@ -133,6 +133,11 @@ def main():
     ap.add_argument("--masks-pairs", action="store_true", help="also fit (and track) a masked avatar with the "
                     "rasteriser's forward pair by pair (FitConfig.silhouette_windows false, the path before section 15), "
                     "under masks_pairs")
+    ap.add_argument("--masks-eager", action="store_true", help="also fit a masked avatar with the rasteriser's "
+                    "section 15 selection of the backward's pairs (FitConfig.silhouette_deferred false), under masks_eager")
+    ap.add_argument("--track-masks-eager", action="store_true", help="with --track-masks: also track each named "
+                    "avatar with silhouettes through section 15's selection (silhouette_deferred false), on the same "
+                    "avatar, under track_masks_eager (RESULTS section 17; with --set silhouette_deferred=true)")
     ap.add_argument("--check-raster", action="store_true", help="render every silhouette of the run also pair by pair "
                     "(no gradient) and record the largest |alpha difference| per avatar (raster_check_max_abs_alpha_diff); "
                     "costs CPU, so not for timed runs")
@@ -199,6 +204,7 @@ def main():
         variants += [] if args.no_masks else [("masks", True, {})]
         variants += [("masks_grad_all", True, {"silhouette_grad_all": True})] if args.masks_grad_all else []
         variants += [("masks_pairs", True, {"silhouette_windows": False})] if args.masks_pairs else []
+        variants += [("masks_eager", True, {"silhouette_deferred": False})] if args.masks_eager else []
         variants += [(f"masks_sigma_bias_{t}", True, {"sigma_bias": float(t)})
                      for t in args.masks_sigma_bias.split(",") if t]
         variants += [(f"masks_sigma_bias_bones_{t}", True, {"sigma_bias": float(t), "sigma_bias_mesh": False})
@@ -256,6 +262,8 @@ def main():
                 variants.append((f"track_temporal_{w:g}_order_{order}", {"temporal_weight": w, "temporal_order": order}))
             if args.track_masks and (args.track_masks == "all" or name in args.track_masks.split(",")):
                 variants += [("track_masks", {"silhouettes": True})]
+                variants += [("track_masks_eager", {"silhouettes": True, "silhouette_deferred": False})
+                             ] if args.track_masks_eager else []
                 variants += [(f"track_masks_cams_{n}", {"silhouettes": True, "track_silhouette_cameras": int(n)})
                              for n in args.track_masks_cameras.split(",") if n]
             shape_extra = extra

@@ -161,6 +161,63 @@ def test_soft_silhouette_window_forward_equals_the_pair_forward():
             assert float((g_win - g_pair).abs().max()) <= 1e-5 * float(g_pair.abs().max())
 
 
+def test_silhouette_deferred_is_an_option_not_the_default():
+    """RESULTS section 17's rule did not adopt the deferred selection (masked shape CPU not lower):
+    FitConfig and soft_silhouette keep section 15's selection by default."""
+    import inspect
+
+    from cortexkit.tools.avatar.fit import FitConfig
+    from cortexkit.tools.avatar.raster import soft_silhouette
+
+    assert FitConfig().silhouette_deferred is False
+    assert inspect.signature(soft_silhouette).parameters["deferred"].default is False
+
+
+def test_soft_silhouette_deferred_selection_equals_section15_selection():
+    """The deferred selection of the backward's pairs (an option: picked once the coverage is complete,
+    written in place; RESULTS section 17) against section 15's, the default (eager: picked per chunk,
+    concatenated, picked again): the same α bit for bit and the same gradient to float rounding (1e-6 of its
+    largest component; the two differ only where a vectorised sigmoid meets a different tail), in
+    float32 and float64, at several chunk sizes, with back-face culling; and both against the
+    pair-by-pair forward and the autograd reference. A pair left out or kept twice, a wrong corner b
+    or a wrong slope shows as a gradient difference of the order of the gradient itself."""
+    from cortexkit.tools.avatar.raster import soft_silhouette
+
+    gen = torch.Generator().manual_seed(5)
+    g = torch.stack(torch.meshgrid(torch.arange(10.0), torch.arange(10.0), indexing="xy"), -1).reshape(-1, 2)
+    v = g * 2.1 + 5.0 + 0.5 * torch.rand(g.shape, generator=gen)
+    quads = [(r * 10 + c, r * 10 + c + 1, (r + 1) * 10 + c, (r + 1) * 10 + c + 1) for r in range(9) for c in range(9)]
+    faces = torch.tensor([f for a, b, c, d in quads for f in ((a, b, d), (a, d, c))])
+    faces = torch.cat([faces, faces[:, [0, 2, 1]] + 100, torch.tensor([[200, 201, 202]])])
+    big = torch.tensor([[-4.0, 18.0], [15.0, 34.0], [1.0, 37.0]])          # wider than a chunk, past the crop
+    pixels = torch.cat([v, v * 0.9 + 1.3, big], 0)[None].repeat(3, 1, 1)
+    pixels[1] = pixels[1] * 0.7 + 3.0
+    pixels[2] = pixels[2] + 8.0                                            # partly off the crop
+    target = (torch.rand(3, 32, 32, generator=gen) > 0.5).float()
+
+    def render(dtype, **kw):
+        x = pixels.to(dtype).clone().requires_grad_(True)
+        alpha = soft_silhouette(x, faces, 32, 0.1, **kw)
+        (alpha - target.to(dtype)).pow(2).mean().backward()
+        return alpha.detach(), x.grad
+
+    for dtype in (torch.float32, torch.float64):
+        a_ref, g_ref = render(dtype, grad_all=True)
+        a_pair, g_pair = render(dtype, windows=False)
+        assert float(a_ref.max()) > 0.99 and float(g_ref.abs().max()) > 0
+        for chunk in (40, 700, 32768):
+            for front in (0, 1, -1):
+                a_old, g_old = render(dtype, chunk=chunk, front=front, deferred=False)
+                a_new, g_new = render(dtype, chunk=chunk, front=front, deferred=True)
+                assert torch.equal(a_new, a_old)
+                assert float((g_new - g_old).abs().max()) <= 1e-6 * float(g_old.abs().max())
+                if front == 0:
+                    assert float((a_new - a_pair).abs().max()) < 1e-6
+                    assert float((g_new - g_pair).abs().max()) <= 1e-5 * float(g_pair.abs().max())
+                    assert float((a_new - a_ref).abs().max()) < 1e-6
+                    assert float((g_new - g_ref).abs().max() / g_ref.abs().max()) < 1e-2
+
+
 def test_front_faces_of_a_closed_box_render_its_outline_once():
     """Back-face culling (soft_silhouette front=winding): on a closed, outward-wound box seen in
     perspective, exactly the faces turned towards the camera are kept, the culled render covers the

@@ -100,6 +100,10 @@ class FitConfig:
                                        # that counts, benchmarks/fit_avatar RESULTS section 9)
     silhouette_windows: bool = True  # rasteriser forward window by window (section 15, same coverage to
                                        # ~1e-7, 1.7-2 x faster); False: pair by pair, the path before 2026-12-07
+    silhouette_deferred: bool = False  # windows: the backward's pairs picked once the coverage is complete,
+                                       # written in place (the same α bit for bit, gradient to float rounding;
+                                       # `track --masks` 0.87 x CPU, masked shape 1.00-1.01 x: not adopted by
+                                       # RESULTS section 17's rule, an option); False: section 15's selection
     outlier_px: float = 10.0        # image px: detections farther than this from the fit are dropped
                                     # half-way (0 = keep all; robust 2D residuals)
     mesh_bones: bool = False        # also refine scale and bone scales in the mesh stage (with silhouettes)
@@ -326,7 +330,8 @@ def image_terms(template: Template, verts, keypoints, obs: Observations, use: to
             b_idx, c_idx = gated.nonzero(as_tuple=True)
             pix = crop_pixels(obs, verts, b_idx, c_idx)
             alpha = soft_silhouette(pix, template.faces, obs.masks.shape[-1], config.sigma,
-                                    grad_all=config.silhouette_grad_all, windows=config.silhouette_windows)
+                                    grad_all=config.silhouette_grad_all, windows=config.silhouette_windows,
+                                    deferred=config.silhouette_deferred)
             err = (alpha - obs.masks[b_idx, c_idx].to(alpha.dtype)).pow(2).mean((1, 2))
             l_sil = l_sil.index_add(0, b_idx, err) / n_active
     return l_kp, l_sil, kp_cam
