@@ -22,6 +22,27 @@ def _rig(n=16, dist=True):
     return cams
 
 
+def _hexapod_views(step: int, ring: int):
+    """The bundled hexapod template and synthetic masked views of its first clip (every ``step``-th of
+    30 frames, ``ring`` cameras, 48 px crops, seed 0): (template, cameras, synth result)."""
+    from pathlib import Path
+
+    import yaml
+
+    from cortexkit.formats.gltf import read_gltf
+    from cortexkit.tools.avatar.model import template_from_mesh
+    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+
+    hexapod = Path(__file__).resolve().parents[1] / "data" / "hexapod"
+    mesh = read_gltf(hexapod / "hexapod.glb")
+    tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
+                             mesh.rest_world, unit_mm=1000.0,
+                             keypoints=yaml.safe_load((hexapod / "hexapod_keypoints.yaml").read_text()))
+    world = mesh.animations[next(iter(mesh.animations))]["world"][:30:step]
+    return (tpl,) + make_views(tpl, world, 1000.0, f"ring:{ring}", None,
+                               SynthConfig(crop=48, masks=True, seed=0))
+
+
 def test_projection_matches_cv2_with_distortion():
     cv2 = pytest.importorskip("cv2")
     cams = _rig(4)
@@ -248,22 +269,10 @@ def test_soft_render_of_the_true_hexapod_is_inflated_by_a_wide_blur():
     hexapod at the benchmarks' 48 px crops (RESULTS section 13): at sigma 0.02 its area is within 5 %
     of the mask's; at FitConfig's 0.1 the front and back faces both add their blur at the outline and
     it renders over 15 % too large (measured 23 %; masks then shrink the fitted scale by ~9 %)."""
-    from pathlib import Path
-
-    import yaml
-
-    from cortexkit.formats.gltf import read_gltf
-    from cortexkit.tools.avatar.model import template_from_mesh
     from cortexkit.tools.avatar.raster import soft_silhouette
-    from cortexkit.tools.avatar.synth import SynthConfig, crops_around, make_views
+    from cortexkit.tools.avatar.synth import crops_around
 
-    hexapod = Path(__file__).resolve().parents[1] / "data" / "hexapod"
-    mesh = read_gltf(hexapod / "hexapod.glb")
-    tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
-                             mesh.rest_world, unit_mm=1000.0,
-                             keypoints=yaml.safe_load((hexapod / "hexapod_keypoints.yaml").read_text()))
-    world = mesh.animations[next(iter(mesh.animations))]["world"][:30:6]
-    cams, syn = make_views(tpl, world, 1000.0, "ring:8", None, SynthConfig(crop=48, masks=True, seed=0))
+    tpl, cams, syn = _hexapod_views(step=6, ring=8)
     vpix = project(cams, syn.truth["vertices"].double())               # (C, F, V, 2)
     crops = crops_around(vpix, 48).double()                            # the masks' crops
     assert torch.allclose(crops, syn.crops.double())
@@ -278,24 +287,11 @@ def test_calibrated_sigma_sharpens_the_blur_on_thin_limbs_and_keeps_it_where_the
     which the body renders at most 1 + T times the masks' area. On the hexapod's truth at 48 px (1-2 px
     legs; +23 % at 0.1) it sharpens below 0.05 and meets the tolerance; against masks that are the
     0.1 render itself it keeps 0.1; and the shape fit reports the blur it used."""
-    from pathlib import Path
-
-    import yaml
-
-    from cortexkit.formats.gltf import read_gltf
     from cortexkit.tools.avatar.fit import (FitConfig, Observations, calibrated_sigma, fit_avatar_shape,
                                             select_cameras)
-    from cortexkit.tools.avatar.model import template_from_mesh
     from cortexkit.tools.avatar.raster import soft_silhouette
-    from cortexkit.tools.avatar.synth import SynthConfig, make_views
 
-    hexapod = Path(__file__).resolve().parents[1] / "data" / "hexapod"
-    mesh = read_gltf(hexapod / "hexapod.glb")
-    tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
-                             mesh.rest_world, unit_mm=1000.0,
-                             keypoints=yaml.safe_load((hexapod / "hexapod_keypoints.yaml").read_text()))
-    world = mesh.animations[next(iter(mesh.animations))]["world"][:30:10]
-    cams, syn = make_views(tpl, world, 1000.0, "ring:6", None, SynthConfig(crop=48, masks=True, seed=0))
+    tpl, cams, syn = _hexapod_views(step=10, ring=6)
     obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
     use = select_cameras(obs.confidence, 6)
     verts = syn.truth["vertices"].float()
@@ -333,22 +329,9 @@ def test_mesh_anneal_keeps_the_bones_stage_at_sigma_and_anneals_only_the_mesh_st
     scale and everything fitted before the mesh stage are bit-identical to today's masked fit (the
     mesh stage does not train them), and ``sigma_stages`` says which blur each stage used. Without
     the anneal the mesh stage renders at the calibrated blur throughout."""
-    from pathlib import Path
-
-    import yaml
-
     import cortexkit.tools.avatar.fit as fit
-    from cortexkit.formats.gltf import read_gltf
-    from cortexkit.tools.avatar.model import template_from_mesh
-    from cortexkit.tools.avatar.synth import SynthConfig, make_views
 
-    hexapod = Path(__file__).resolve().parents[1] / "data" / "hexapod"
-    mesh = read_gltf(hexapod / "hexapod.glb")
-    tpl = template_from_mesh(mesh.vertices, mesh.faces, mesh.weights, mesh.joint_names, mesh.parents,
-                             mesh.rest_world, unit_mm=1000.0,
-                             keypoints=yaml.safe_load((hexapod / "hexapod_keypoints.yaml").read_text()))
-    world = mesh.animations[next(iter(mesh.animations))]["world"][:30:10]
-    cams, syn = make_views(tpl, world, 1000.0, "ring:6", None, SynthConfig(crop=48, masks=True, seed=0))
+    tpl, cams, syn = _hexapod_views(step=10, ring=6)
     obs = fit.Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
     calls = []
     real = fit.soft_silhouette
@@ -386,7 +369,6 @@ def fox(shared_data):
 
 
 def test_lbs_identity_at_rest_and_fox_clip_reproduced(fox, shared_data):
-    from cortexkit.formats.gltf import read_gltf
     from cortexkit.tools.avatar.model import Pose, Shape, forward, template_from_mesh
     from cortexkit.tools.avatar.synth import poses_from_clip
 
@@ -453,7 +435,6 @@ def test_shape_track_round_trip_and_gltf_export_read_back(fox, tmp_path):
 
 
 def _posed_fox(fox, n_cams=4, frames=2):
-    from cortexkit.tools.avatar.model import forward
     from cortexkit.tools.avatar.synth import SynthConfig, make_views
 
     mesh, tpl = fox
