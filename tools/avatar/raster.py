@@ -105,10 +105,7 @@ class _SoftSilhouetteWindows(torch.autograd.Function):
         # tri (N F, 3, 2); lo, extent (N F, 2) int64 first pixel and window size (0: no pairs);
         # image (N F,) int64 the image of each face row
         x, y = tri[..., 0], tri[..., 1]
-        if deferred:   # the corners b by slicing (the same values as the fancy index, cheaper)
-            ex, ey = torch.cat([x[:, 1:], x[:, :1]], 1) - x, torch.cat([y[:, 1:], y[:, :1]], 1) - y   # edges a -> b
-        else:
-            ex, ey = x[:, [1, 2, 0]] - x, y[:, [1, 2, 0]] - y
+        ex, ey = torch.cat([x[:, 1:], x[:, :1]], 1) - x, torch.cat([y[:, 1:], y[:, :1]], 1) - y   # edges a -> b
         den = (ex * ex).add_(ey * ey).clamp_(min=1e-12)
         key = extent[:, 0] * (size + 1) + extent[:, 1]       # one class per window size
         order = torch.argsort(key, stable=True)
@@ -121,7 +118,7 @@ class _SoftSilhouetteWindows(torch.autograd.Function):
         loy = lo[:, 1].index_select(0, order).to(tri.dtype)
         corner = order * 3                                   # row of each face's first corner
         acc = torch.zeros(n_pixels, dtype=tri.dtype)
-        saved = [[] for _ in range(6)]                       # u, rx, ry, slope, corner a's row, pixel
+        saved = [[] for _ in range(7)]                       # u, rx, ry, slope, corners a and b's rows, pixel
         r2 = radius * radius
         start = 0
         kept = []                                            # deferred: each chunk's arrays
@@ -176,13 +173,11 @@ class _SoftSilhouetteWindows(torch.autograd.Function):
                 at += len(pick)
             del kept, picks
         else:
-            empty = (torch.zeros(0, dtype=tri.dtype),) * 4 + (torch.zeros(0, dtype=torch.int64),) * 2
+            empty = (torch.zeros(0, dtype=tri.dtype),) * 4 + (torch.zeros(0, dtype=torch.int64),) * 3
             saved = [torch.cat(q) if q else z for q, z in zip(saved, empty)]
             # the pairs whose gradient counts: within the radius, on a pixel not saturated
             live = (acc.index_select(0, saved[5]) >= floor).nonzero().squeeze(1)
             saved = [q.index_select(0, live) for q in saved]
-        if not deferred:
-            saved.append(saved[4] + 1 - 3 * (saved[4] % 3 == 2).to(saved[4].dtype))   # corner b's row
         ctx.save_for_backward(*saved, acc)
         ctx.n_rows, ctx.deferred = tri.shape[0], deferred
         return 1 - acc.exp()
@@ -228,23 +223,19 @@ def _window_grid(w: int, h: int, size: int, dtype):
 
 
 def _select(saved, at_pairs, u, dx, dy, signed, inside, edge, pixel, corner, sigma: float):
-    """Append to ``saved`` (u, rx, ry, slope, corner a's row, pixel) of the pairs ``at_pairs`` (flat
-    indices into one chunk's (h w, faces) pairs) at each pair's nearest edge."""
-    edge = edge.reshape(-1).index_select(0, at_pairs)
-    at = edge * pixel.numel() + at_pairs                     # (edge, pair) in the flat (3, pairs) arrays
-    for out, q in zip(saved, (u, dx, dy)):
-        out.append(q.reshape(-1).index_select(0, at))
-    sd = signed.reshape(-1).index_select(0, at_pairs)
-    saved[3].append(torch.where(inside.reshape(-1).index_select(0, at_pairs), -1.0, 1.0).to(sd.dtype)
-                    * torch.sigmoid(-sd / sigma) / sigma)
-    saved[4].append(corner.index_select(0, at_pairs % len(corner)) + edge)   # pairs are (h w, faces)
-    saved[5].append(pixel.index_select(0, at_pairs))
+    """Append to ``saved`` :func:`_select_into`'s seven arrays for the pairs ``at_pairs`` of one chunk."""
+    n = len(at_pairs)
+    dst = [torch.empty(n, dtype=u.dtype) for _ in range(4)] + [torch.empty(n, dtype=torch.int64) for _ in range(3)]
+    _select_into(dst, at_pairs, u, dx, dy, signed, inside, edge, pixel, corner, sigma)
+    for out, q in zip(saved, dst):
+        out.append(q)
 
 
 def _select_into(dst, at_pairs, u, dx, dy, signed, inside, edge, pixel, corner, sigma: float):
-    """:func:`_select`'s values for the pairs ``at_pairs`` of one chunk written into ``dst`` (six
-    arrays of len(at_pairs), slices of the saved arrays): no concatenation afterwards, and corner a's
-    row from one broadcast add over the chunk instead of a remainder per pair."""
+    """(u, rx, ry, slope, corner a's row, pixel, corner b's row) of the pairs ``at_pairs`` (flat
+    indices into one chunk's (h w, faces) pairs) at each pair's nearest edge, written into ``dst``
+    (seven arrays of len(at_pairs); the deferred path passes slices of the saved arrays, so nothing
+    is concatenated afterwards)."""
     n = pixel.numel()
     edge_at = edge.reshape(-1).index_select(0, at_pairs)
     at = edge_at * n + at_pairs                              # (edge, pair) in the flat (3, pairs) arrays
@@ -311,11 +302,8 @@ def soft_silhouette(pixels: torch.Tensor, faces: torch.Tensor, size: int, sigma:
     if windows:
         with torch.no_grad():
             flat = tri.detach()
-            if deferred:   # over the three corners elementwise (the same values as min / max over dim 1)
-                low = torch.minimum(torch.minimum(flat[:, 0], flat[:, 1]), flat[:, 2])
-                high = torch.maximum(torch.maximum(flat[:, 0], flat[:, 1]), flat[:, 2])
-            else:
-                low, high = flat.min(1).values, flat.max(1).values
+            low = torch.minimum(torch.minimum(flat[:, 0], flat[:, 1]), flat[:, 2])   # over the three corners
+            high = torch.maximum(torch.maximum(flat[:, 0], flat[:, 1]), flat[:, 2])
             lo = (low - radius - 0.5).ceil().clamp(0, size - 1).long()     # first pixel
             hi = (high + radius - 0.5).floor().clamp(-1, size - 1).long()  # last pixel
             extent = (hi - lo + 1).clamp(min=0)                 # (N F, 2) window size
