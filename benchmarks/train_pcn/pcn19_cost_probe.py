@@ -7,11 +7,21 @@ ratio of the medians beside it. Also the AdamW step alone (decay 0 vs 1) in micr
 
     OMP_NUM_THREADS=1 python benchmarks/train_pcn/pcn19_cost_probe.py --pairs 200 \\
         -o benchmarks/train_pcn/pcn19_cost_probe.yaml
+
+pcn20 named this probe as its cost check, with ``--depths`` (the MLP depths probed) and ``--bp``:
+a plain-BP batch (no weight normalisation, decay 0) joins every pair, the three batches in an
+order that cycles through all six permutations, and the per-triple ratios cap:1 / BP and pin / BP
+are reported the same way (median over triples, interquartile range): the issue's bound is
+seconds per epoch <= 1.3x BP's.
+
+    OMP_NUM_THREADS=1 python benchmarks/train_pcn/pcn19_cost_probe.py --pairs 300 --depths 3,5,8 \\
+        --bp -o benchmarks/train_pcn/pcn20_cost_probe.yaml
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -28,21 +38,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import write_yaml  # noqa: E402
 
 
-def runner(spec, mode, decay, batch=128):
+def runner(spec, mode, decay, batch=128, method="meta-pcn"):
     torch.manual_seed(0)
     net = build_network(spec)
     x = torch.randn(batch, *spec.in_shape)
     y = torch.randint(0, spec.classes, (batch,))
     opt = torch.optim.AdamW(net.parameters(), lr=1e-4, weight_decay=decay)
-    cfg = TrainConfig(method="meta-pcn",
-                      inference=InferenceConfig(default_steps("meta-pcn", spec.depth), 1.0))
+    cfg = TrainConfig(method=method,
+                      inference=InferenceConfig(default_steps(method, spec.depth), 1.0))
     params = list(net.parameters())
 
     def weight_step(grads):
         for p, g in zip(params, grads):
             p.grad = g
         opt.step()
-        normalize_weights(net, DEFAULT_GAIN, mode=mode)
+        if mode is not None:                  # None: plain BP, no weight normalisation
+            normalize_weights(net, DEFAULT_GAIN, mode=mode)
 
     def one():
         weight_step(_inference(net, x, y, cfg, 1.0 / batch, weight_step).grads)
@@ -63,18 +74,31 @@ def cpu(fn):
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--pairs", type=int, default=200)
+    p.add_argument("--depths", default="5,8,12,16")
+    p.add_argument("--bp", action="store_true", help="time a plain-BP batch in every pair too")
     p.add_argument("-o", "--output", default="-")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     out = {"settings": "Meta-PCN defaults (T = L - 1), batch 128, 1 thread, CPU clock; pin vs "
                        "cap + AdamW decay 1 alternating, order flipped every pair",
            "pairs": args.pairs, "results": {}}
-    for depth in (5, 8, 12, 16):
+    if args.bp:
+        out["settings"] += "; plain BP (no WN, decay 0) in every pair, orders cycling"
+    orders = list(itertools.permutations(range(3)))
+    for depth in (int(d) for d in args.depths.split(",")):
         spec = NetworkSpec("mlp", (1, 28, 28), 10, width=128, depth=depth)
         (pin, pin_opt), (cap, cap_opt) = runner(spec, "pin", 0.0), runner(spec, "cap", 1.0)
-        ratios, tp, tc, op, oc = [], [], [], [], []
+        bp = runner(spec, None, 0.0, method="bp")[0] if args.bp else None
+        ratios, tp, tc, op, oc, cb, pb = [], [], [], [], [], [], []
         for i in range(args.pairs):
-            if i % 2:
+            if bp is not None:
+                t = [0.0, 0.0, 0.0]
+                for k in orders[i % len(orders)]:
+                    t[k] = cpu((pin, cap, bp)[k])
+                q, c = t[0], t[1]
+                cb.append(c / t[2])
+                pb.append(q / t[2])
+            elif i % 2:
                 c, q = cpu(cap), cpu(pin)
             else:
                 q, c = cpu(pin), cpu(cap)
@@ -92,6 +116,11 @@ def main(argv=None):
             "pin_ms": round(1e3 * float(np.median(tp)), 3),
             "adamw_step_us_decay0": round(1e6 * float(np.median(op)), 1),
             "adamw_step_us_decay1": round(1e6 * float(np.median(oc)), 1)}
+        for name, r in (("cap1_over_bp", cb), ("pin_over_bp", pb)) if bp is not None else ():
+            out["results"][f"MLP L={depth} w128"][name] = {
+                "median": round(float(np.median(r)), 3),
+                "iqr": [round(float(np.percentile(r, 25)), 3),
+                        round(float(np.percentile(r, 75)), 3)]}
         print(depth, out["results"][f"MLP L={depth} w128"], flush=True)
     write_yaml(out, args.output)
 
