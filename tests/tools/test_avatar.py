@@ -194,6 +194,34 @@ def test_silhouette_deferred_is_an_option_not_the_default():
     assert inspect.signature(soft_silhouette).parameters["deferred"].default is False
 
 
+def test_track_reads_its_own_deferred_field_and_shape_the_shared_one(monkeypatch):
+    """FitConfig.track_silhouette_deferred governs the rasteriser's pair selection while tracking (RESULTS
+    section 18) and silhouette_deferred the shape stages, each regardless of the other: every silhouette
+    render of a masked track and of a masked shape fit is recorded with the selection it asked for."""
+    from cortexkit.tools.avatar import fit
+
+    tpl, cams, syn = _hexapod_views(step=10, ring=4)
+    obs = fit.Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+    seen = []
+    real = fit.soft_silhouette
+
+    def spy(*args, **kw):
+        seen.append(kw["deferred"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(fit, "soft_silhouette", spy)
+    base = dict(shape_steps=(0, 0, 0, 2), track_steps=2, window=3, overlap=1, gate=1e9)
+    shape = fit.fit_avatar_shape(tpl, obs, fit.FitConfig(**base, silhouettes=False), 2).shape
+    for shape_path, track_path in ((False, True), (True, False)):
+        config = fit.FitConfig(**base, silhouette_deferred=shape_path, track_silhouette_deferred=track_path)
+        seen.clear()
+        fit.track_sequence(tpl, shape, obs, config)
+        assert seen and set(seen) == {track_path}
+        seen.clear()
+        fit.fit_avatar_shape(tpl, obs, config, 2)
+        assert seen and set(seen) == {shape_path}
+
+
 def test_soft_silhouette_deferred_selection_equals_section15_selection():
     """The deferred selection of the backward's pairs (an option: picked once the coverage is complete,
     written in place; RESULTS section 17) against section 15's, the default (eager: picked per chunk,

@@ -103,7 +103,10 @@ class FitConfig:
     silhouette_deferred: bool = False  # windows: the backward's pairs picked once the coverage is complete,
                                        # written in place (the same α bit for bit, gradient to float rounding;
                                        # `track --masks` 0.87 x CPU, masked shape 1.00-1.01 x: not adopted by
-                                       # RESULTS section 17's rule, an option); False: section 15's selection
+                                       # RESULTS section 17's rule, an option); False: section 15's selection.
+                                       # Governs the shape stages only; tracking follows the next field
+    track_silhouette_deferred: bool = False  # the same choice while tracking (as track_silhouette_cameras is
+                                       # silhouette_cameras' while tracking; RESULTS section 18)
     outlier_px: float = 10.0        # image px: detections farther than this from the fit are dropped
                                     # half-way (0 = keep all; robust 2D residuals)
     mesh_bones: bool = False        # also refine scale and bone scales in the mesh stage (with silhouettes)
@@ -631,7 +634,8 @@ def track(template: Template, shape: Shape, obs: Observations, points3d: np.ndar
     points3d (F, K, 3) triangulated keypoints for the Procrustes init of R_g, t_g."""
     from dataclasses import replace
 
-    config = replace(config, silhouette_cameras=config.track_silhouette_cameras)
+    config = replace(config, silhouette_cameras=config.track_silhouette_cameras,
+                     silhouette_deferred=config.track_silhouette_deferred)
     F = obs.keypoints.shape[0]
     shape = Shape(shape.scale.detach().float(), shape.bone_scales.detach().float(), shape.offsets.detach().float(),
                   None if shape.markers is None else shape.markers.detach().float(), shape.marker_names)
