@@ -45,6 +45,7 @@ from cortexkit.tools.avatar.triangulate import triangulate_frames
 HEX = Path(__file__).resolve().parents[2] / "tests" / "data" / "hexapod"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_template import load_template  # noqa: E402  (the folder is on sys.path above)
+from blur_before49 import SIGMA_BEFORE_49  # noqa: E402  (sigma 0.1 in both stages unless a variant says otherwise)
 
 
 def peak_mb() -> float:
@@ -222,7 +223,7 @@ def main():
                      for t in args.masks_mesh_auto.split(",") if t]
         for name, sil, extra in variants:
             check = raster_check(args.check_raster)
-            config = FitConfig(**{**overrides, **extra, "silhouettes": sil})
+            config = FitConfig(**{**SIGMA_BEFORE_49, **overrides, **extra, "silhouettes": sil})
             t0, w0 = time.process_time(), time.perf_counter()
             shaped = fit_avatar_shape(tpl, obs, config, args.keyframes)
             shape_cpu = time.process_time() - t0

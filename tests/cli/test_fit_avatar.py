@@ -316,3 +316,36 @@ def test_track_default_steps_are_the_measured_240_in_print_config_and_the_poses(
     assert poses.config["steps"] == 240
     stops = [s for s in poses.meta_json("cortexkit.stopped") if s["stage"] == "track"]
     assert len(stops) == 1 and stops[0]["steps_per_window"] == 240
+
+
+def test_shape_sigma_default_is_fitconfig_default_and_every_mode_resolves_as_before():
+    """One source for the blur's default (NOTES av18): the shape command's --sigma default (mesh-auto) changes
+    no FitConfig field, so a Python caller of FitConfig() / fit_avatar_shape gets what the command gets: the
+    bones stage at 0.1 and the mesh stage at the blur calibrated to 3 % (RESULTS section 16). Every other
+    --sigma value resolves to the same fields it did before the default moved into FitConfig (2026-12-07),
+    so no command's output changed: auto calibrates both stages, mesh-anneal anneals the mesh stage, and a
+    fixed blur (FLOAT, BONES,MESH, BONES..MESH) calibrates nothing."""
+    from cortexkit.cli.fit_avatar import SigmaSpec, shape, sigma_options
+    from cortexkit.tools.avatar.api import fit_config
+    from cortexkit.tools.avatar.fit import FitConfig
+
+    default = next(p.default for p in shape.params if p.name == "sigma")
+    assert default == "mesh-auto" and fit_config(**sigma_options(default)) == FitConfig()
+    blur = ("sigma", "sigma_bias", "sigma_bias_bones", "sigma_bias_mesh", "sigma_mesh", "sigma_anneal")
+    before = {   # the fields each value resolved to before: FitConfig(sigma_bias=0) plus the option's changes
+        "mesh-auto": (0.1, 0.03, False, True, 0.0, False),
+        "auto": (0.1, 0.03, True, True, 0.0, False),
+        "mesh-anneal": (0.1, 0.03, False, True, 0.0, True),
+        "0.05": (0.05, 0.0, True, True, 0.0, False),
+        "0.1,0.03": (0.1, 0.0, True, True, 0.03, False),
+        "0.1..0.03": (0.1, 0.0, True, True, 0.03, True),
+    }
+    for text, fields in before.items():
+        config = fit_config(**sigma_options(SigmaSpec(min=0, min_open=True).convert(text, None, None)))
+        resolved = tuple(getattr(config, name) for name in blur)
+        calibrates = fields[1] > 0
+        assert (config.sigma_bias > 0) == calibrates, text
+        # sigma_bias_bones only acts with a calibrated blur: compare it there only
+        assert resolved[:2] + resolved[3:] == fields[:2] + fields[3:], (text, resolved)
+        assert not calibrates or resolved[2] == fields[2], (text, resolved)
+    assert FitConfig().sigma_bias == 0.03 and FitConfig().sigma_bias_bones is False

@@ -206,7 +206,8 @@ def test_track_reads_its_own_deferred_field_and_shape_the_shared_one(monkeypatch
     real = fit.soft_silhouette
 
     def spy(*args, **kw):
-        seen.append(kw["deferred"])
+        if kw.get("deferred") is not None:   # the fit's renders (the blur's calibration renders without gradient)
+            seen.append(kw["deferred"])
         return real(*args, **kw)
 
     monkeypatch.setattr(fit, "soft_silhouette", spy)
@@ -367,7 +368,7 @@ def test_mesh_anneal_keeps_the_bones_stage_at_sigma_and_anneals_only_the_mesh_st
         calls.append(sigma), real(pix, faces, size, sigma, **kw))[1])
     steps = (2, 2, 3, 4)
     base = dict(shape_steps=steps, gate=1e9, silhouette_cameras=2)
-    today = fit.fit_avatar_shape(tpl, obs, fit.FitConfig(**base), 2)
+    today = fit.fit_avatar_shape(tpl, obs, fit.FitConfig(**base, sigma_bias=0.0), 2)   # sigma 0.1 throughout
     assert set(calls) == {0.1} and len(calls) == 7 and today.sigma_stages == {"bones": 0.1, "mesh": 0.1}
     calls.clear()
     anneal = fit.fit_avatar_shape(tpl, obs, fit.FitConfig(**base, sigma_bias=0.03, sigma_bias_bones=False,
@@ -383,6 +384,11 @@ def test_mesh_anneal_keeps_the_bones_stage_at_sigma_and_anneals_only_the_mesh_st
     flat = fit.fit_avatar_shape(tpl, obs, fit.FitConfig(**base, sigma_bias=0.03, sigma_bias_bones=False), 2)
     assert calls[-7:] == [0.1] * 3 + [flat.sigma] * 4 and flat.sigma == anneal.sigma
     assert flat.sigma_stages == {"bones": 0.1, "mesh": flat.sigma}
+    # FitConfig's own default is that (the shape command's --sigma mesh-auto), bit for bit
+    default = fit.fit_avatar_shape(tpl, obs, fit.FitConfig(**base), 2)
+    assert default.sigma_stages == flat.sigma_stages and default.sigma == flat.sigma
+    for name in ("scale", "bone_scales", "offsets"):
+        assert torch.equal(getattr(default.shape, name), getattr(flat.shape, name)), name
 
 
 @pytest.fixture
