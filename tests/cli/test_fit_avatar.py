@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -349,3 +351,42 @@ def test_shape_sigma_default_is_fitconfig_default_and_every_mode_resolves_as_bef
         assert resolved[:2] + resolved[3:] == fields[:2] + fields[3:], (text, resolved)
         assert not calibrates or resolved[2] == fields[2], (text, resolved)
     assert FitConfig().sigma_bias == 0.03 and FitConfig().sigma_bias_bones is False
+
+
+def test_track_with_masks_renders_through_the_deferred_selection_by_default(sh, tmp_path, monkeypatch):
+    """`track` with masks (RESULTS section 18): every silhouette render of the command's default run asks the
+    rasteriser for the deferred pair selection; `track --help` says so. (The shape stages keep section 15's
+    selection: tests/tools/test_avatar.py.)"""
+    import os
+
+    from click.testing import CliRunner
+
+    import cortexkit.tools.avatar.fit as fit
+    from cortexkit.cli.main import main
+
+    hexapod = Path(__file__).resolve().parents[1] / "data" / "hexapod"
+    proc = sh(f"""
+    set -e
+    cortexkit fit-avatar synth {hexapod / 'hexapod.glb'} --keypoints {hexapod / 'hexapod_keypoints.yaml'} --frames 3 --rig ring:4 --crop 32 -o views.st
+    cortexkit fit-avatar shape {hexapod / 'hexapod.glb'} views.st --keypoints {hexapod / 'hexapod_keypoints.yaml'} --n-keyframes 1 --steps 5,5,5,0 --no-silhouettes --threads 1 -o avatar.st
+    """, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    seen = []
+    real = fit.soft_silhouette
+    monkeypatch.setattr(fit, "soft_silhouette", lambda *a, **kw: (seen.append(kw.get("deferred")), real(*a, **kw))[1])
+    monkeypatch.chdir(tmp_path)
+    with CliRunner().isolation():
+        try:
+            main(["fit-avatar", "track", "avatar.st", "views.st", "--steps", "3", "--gate", "1000",
+                  "--baseline", "none", "--threads", "1", "-q", "-o", "poses.st"])
+        except SystemExit as exit_:
+            assert exit_.code in (0, None)
+    assert os.path.exists(tmp_path / "poses.st")
+    assert seen and set(seen) == {True}, seen
+    with CliRunner().isolation() as streams:
+        try:
+            main(["fit-avatar", "track", "--help"])
+        except SystemExit:
+            pass
+        text = " ".join(streams[0].getvalue().decode().split())
+    assert "deferred selection, the default since 2026-12-07" in text

@@ -107,8 +107,10 @@ class FitConfig:
                                        # `track --masks` 0.87 x CPU, masked shape 1.00-1.01 x: not adopted by
                                        # RESULTS section 17's rule, an option); False: section 15's selection.
                                        # Governs the shape stages only; tracking follows the next field
-    track_silhouette_deferred: bool = False  # the same choice while tracking (as track_silhouette_cameras is
-                                       # silhouette_cameras' while tracking; RESULTS section 18)
+    track_silhouette_deferred: bool = True  # the same choice while tracking (as track_silhouette_cameras is
+                                       # silhouette_cameras' while tracking): deferred, adopted for `track` by
+                                       # RESULTS section 18's rule (CPU 0.86-0.88 x on the quadruped and hexapod,
+                                       # 0.90 x on the held-out primate; MPJPE within 0.6 %)
     outlier_px: float = 10.0        # image px: detections farther than this from the fit are dropped
                                     # half-way (0 = keep all; robust 2D residuals)
     mesh_bones: bool = False        # also refine scale and bone scales in the mesh stage (with silhouettes)
