@@ -28,6 +28,7 @@ template; ``--clip`` to the template's first animation).
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
@@ -44,6 +45,7 @@ from cortexkit.tools.avatar.triangulate import triangulate_frames
 HEX = Path(__file__).resolve().parents[2] / "tests" / "data" / "hexapod"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_template import load_template  # noqa: E402  (the folder is on sys.path above)
+from blur_before49 import SIGMA_BEFORE_49  # noqa: E402  (sigma 0.1 in both stages unless a variant says otherwise)
 
 
 def peak_mb() -> float:
@@ -138,6 +140,11 @@ def main():
     ap.add_argument("--track-masks-eager", action="store_true", help="with --track-masks: also track each named "
                     "avatar with silhouettes through section 15's selection (silhouette_deferred false), on the same "
                     "avatar, under track_masks_eager (RESULTS section 17; with --set silhouette_deferred=true)")
+    ap.add_argument("--track-masks-paired", action="store_true", help="with --track-masks: instead of one track_masks, "
+                    "track each named avatar with silhouettes four times on the same avatar, the deferred and section 15's "
+                    "selection of the backward's pairs in the order A B B A (FitConfig.track_silhouette_deferred true / "
+                    "false), under track_masks_deferred, track_masks_eager, track_masks_eager_2, track_masks_deferred_2 "
+                    "(RESULTS section 18's rule)")
     ap.add_argument("--check-raster", action="store_true", help="render every silhouette of the run also pair by pair "
                     "(no gradient) and record the largest |alpha difference| per avatar (raster_check_max_abs_alpha_diff); "
                     "costs CPU, so not for timed runs")
@@ -216,7 +223,7 @@ def main():
                      for t in args.masks_mesh_auto.split(",") if t]
         for name, sil, extra in variants:
             check = raster_check(args.check_raster)
-            config = FitConfig(**{**overrides, **extra, "silhouettes": sil})
+            config = FitConfig(**{**SIGMA_BEFORE_49, **overrides, **extra, "silhouettes": sil})
             t0, w0 = time.process_time(), time.perf_counter()
             shaped = fit_avatar_shape(tpl, obs, config, args.keyframes)
             shape_cpu = time.process_time() - t0
@@ -261,22 +268,32 @@ def main():
                 w, order = (float(item.split(":")[0]), int(item.split(":")[1])) if ":" in item else (float(item), 1)
                 variants.append((f"track_temporal_{w:g}_order_{order}", {"temporal_weight": w, "temporal_order": order}))
             if args.track_masks and (args.track_masks == "all" or name in args.track_masks.split(",")):
-                variants += [("track_masks", {"silhouettes": True})]
+                if args.track_masks_paired:
+                    variants += [(f"track_masks_{path}{suffix}", {"silhouettes": True,
+                                                                   "track_silhouette_deferred": path == "deferred"})
+                                 for path, suffix in (("deferred", ""), ("eager", ""), ("eager", "_2"), ("deferred", "_2"))]
+                else:
+                    variants += [("track_masks", {"silhouettes": True})]
                 variants += [("track_masks_eager", {"silhouettes": True, "silhouette_deferred": False})
                              ] if args.track_masks_eager else []
                 variants += [(f"track_masks_cams_{n}", {"silhouettes": True, "track_silhouette_cameras": int(n)})
                              for n in args.track_masks_cameras.split(",") if n]
             shape_extra = extra
             for key, extra in variants:   # one track per variant, same avatar and views
+                merged = {**overrides, **shape_extra, "silhouettes": False, **extra}
+                if "silhouette_deferred" in merged and "track_silhouette_deferred" not in merged:
+                    # section 17's commands: silhouette_deferred governed the track too (before section 18
+                    # gave tracking its own field)
+                    merged["track_silhouette_deferred"] = merged["silhouette_deferred"]
                 t1 = time.process_time()
-                pose = track_sequence(tpl, shaped.shape, obs, FitConfig(**{
-                    **overrides, **shape_extra, "silhouettes": False, **extra})).pose
+                pose = track_sequence(tpl, shaped.shape, obs, FitConfig(**merged)).pose
                 cpu = (time.process_time() - t1) / len(world)
                 mw = model_metrics(tpl, shaped.shape, pose, truth, cams)
                 row[f"avatar_{name}"][key] = {
                     "mpjpe_mm": mw["mpjpe_mm"], "pa_mpjpe_mm": mw["pa_mpjpe_mm"],
                     "vertex_error_mm": mw["vertex_error_mm"], "joint_angle_error_deg": mw["joint_angle_error_deg"],
-                    "cpu_s_per_frame": cpu, "peak_rss_mb_so_far": peak_mb()}
+                    "cpu_s_per_frame": cpu, "peak_rss_mb_so_far": peak_mb(),
+                    "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()]}
             if args.check_raster:
                 row[f"avatar_{name}"]["raster_check_max_abs_alpha_diff"] = check.result()
             print(f"# {n_cams} cams {name}: {row[f'avatar_{name}']}", file=sys.stderr, flush=True)

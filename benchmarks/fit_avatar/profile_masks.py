@@ -24,6 +24,7 @@ import yaml
 from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape, track_sequence
 from cortexkit.tools.avatar.synth import SynthConfig, make_views
 from make_template import load_template
+from blur_before49 import SIGMA_BEFORE_49  # noqa: E402  (sigma 0.1 in both stages unless a variant says otherwise)
 
 HEX = Path(__file__).resolve().parents[2] / "tests" / "data" / "hexapod"
 
@@ -67,7 +68,7 @@ def main():
                                                        for k, v in overrides.items()}}
     profile = cProfile.Profile()
     if args.what == "shape":
-        config = FitConfig(**{**overrides, "silhouettes": True})
+        config = FitConfig(**{**SIGMA_BEFORE_49, **overrides, "silhouettes": True})
         t0 = time.process_time()
         profile.enable()
         fit_avatar_shape(tpl, obs, config, args.keyframes)

@@ -29,6 +29,8 @@ from cortexkit.tools.avatar.model import Shape, template_from_mesh
 from cortexkit.tools.avatar.synth import SynthConfig, make_views
 from cortexkit.tools.avatar.triangulate import reprojection, triangulate, triangulate_frames
 
+from blur_before49 import SIGMA_BEFORE_49  # noqa: E402  (sigma 0.1 in both stages unless a variant says otherwise)
+
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "avatar"
 
 
@@ -117,7 +119,7 @@ def synthetic(tpl, mesh, args):
             variants.append(("fit_keypoints_all_cameras", False, 0, False))
         for key, sil, n_track, mesh_bones in variants:
             torch.manual_seed(0)
-            fit = FitConfig(shape_steps=tuple(args.shape_steps) if sil else tuple(args.shape_steps[:3]) + (0,),
+            fit = FitConfig(**SIGMA_BEFORE_49, shape_steps=tuple(args.shape_steps) if sil else tuple(args.shape_steps[:3]) + (0,),
                             track_steps=args.track_steps, cameras=n_track, window=10, overlap=3,
                             silhouettes=sil, crop=args.crop, mesh_bones=mesh_bones)
             t0 = time.perf_counter()

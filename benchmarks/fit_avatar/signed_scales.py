@@ -5,6 +5,7 @@ import yaml
 from pathlib import Path
 from cortexkit.formats.gltf import read_gltf
 from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape
+from blur_before49 import SIGMA_BEFORE_49  # noqa: E402  (sigma 0.1 in both stages unless a variant says otherwise)
 from cortexkit.tools.avatar.model import template_from_mesh
 from cortexkit.tools.avatar.synth import SynthConfig, make_views
 torch.set_num_threads(1)
@@ -19,7 +20,7 @@ cams, syn = make_views(tpl, world, 1000.0, "ring:4", None, SynthConfig(noise=2.0
 obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
 t = syn.truth
 for name, over in [("kp", {"silhouettes": False}), ("masks", {}), ("masks_sil_in_mesh_only", {"bones_silhouettes": False})]:
-    sh = fit_avatar_shape(tpl, obs, FitConfig(**over), 6).shape
+    sh = fit_avatar_shape(tpl, obs, FitConfig(**{**SIGMA_BEFORE_49, **over}), 6).shape
     ratio = (sh.bone_scales * sh.scale / (t["bone_scales"] * t["scale"].reshape(()))).numpy()
     print(name, "scale ratio %.4f" % float(sh.scale / t["scale"].reshape(())), "bone*scale ratio mean %.4f" % ratio.mean(),
           "signed:", " ".join("%+.2f" % (r - 1) for r in ratio), flush=True)

@@ -35,6 +35,7 @@ from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape
 from cortexkit.tools.avatar.metrics import model_metrics
 from cortexkit.tools.avatar.synth import SynthConfig, make_views
 from make_template import load_template
+from blur_before49 import SIGMA_BEFORE_49  # noqa: E402  (sigma 0.1 in both stages unless a variant says otherwise)
 
 HEX = Path(__file__).resolve().parents[2] / "tests" / "data" / "hexapod"
 VARIANTS = {"keypoints": {"silhouettes": False}, "masks": {}, "mesh_only": {"bones_silhouettes": False},
@@ -77,7 +78,7 @@ def main():
            "markers": args.markers, "groups": list(tpl.group_names),
            "spanned": [n for n, s in zip(tpl.group_names, spanned.tolist()) if s], "variants": {}}
     for name in args.variants.split(","):
-        config = FitConfig(**{"shape_steps": steps, "keypoint_offsets": args.markers, **VARIANTS[name]})
+        config = FitConfig(**{**SIGMA_BEFORE_49, "shape_steps": steps, "keypoint_offsets": args.markers, **VARIANTS[name]})
         t0 = time.process_time()
         shaped = fit_avatar_shape(tpl, obs, config, args.keyframes)
         shape = shaped.shape

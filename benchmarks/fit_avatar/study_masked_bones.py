@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from study_temporal import FOX, fox_clip, load_fox  # noqa: E402
 
 from cortexkit.tools.avatar.fit import FitConfig, fit_avatar_shape, track_sequence  # noqa: E402
+from blur_before49 import SIGMA_BEFORE_49  # noqa: E402  (sigma 0.1 in both stages unless a variant says otherwise)
 from cortexkit.tools.avatar.metrics import model_metrics  # noqa: E402
 
 VARIANTS = {"keypoints": {"silhouettes": False}, "masks": {}, "masks_fixed_scale": {"bones_fixed_scale": True},
@@ -49,7 +50,7 @@ def main():
             for name in args.variants.split(","):
                 over = VARIANTS[name]
                 t0 = time.process_time()
-                shape = fit_avatar_shape(tpl, obs, FitConfig(**over, shape_steps=steps), args.keyframes).shape
+                shape = fit_avatar_shape(tpl, obs, FitConfig(**{**SIGMA_BEFORE_49, **over}, shape_steps=steps), args.keyframes).shape
                 cpu = time.process_time() - t0
                 pose = track_sequence(tpl, shape, obs, FitConfig(silhouettes=False)).pose
                 m = model_metrics(tpl, shape, pose, syn.truth, cams)

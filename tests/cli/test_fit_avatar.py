@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -316,3 +318,75 @@ def test_track_default_steps_are_the_measured_240_in_print_config_and_the_poses(
     assert poses.config["steps"] == 240
     stops = [s for s in poses.meta_json("cortexkit.stopped") if s["stage"] == "track"]
     assert len(stops) == 1 and stops[0]["steps_per_window"] == 240
+
+
+def test_shape_sigma_default_is_fitconfig_default_and_every_mode_resolves_as_before():
+    """One source for the blur's default (NOTES av18): the shape command's --sigma default (mesh-auto) changes
+    no FitConfig field, so a Python caller of FitConfig() / fit_avatar_shape gets what the command gets: the
+    bones stage at 0.1 and the mesh stage at the blur calibrated to 3 % (RESULTS section 16). Every other
+    --sigma value resolves to the same fields it did before the default moved into FitConfig (2026-12-07),
+    so no command's output changed: auto calibrates both stages, mesh-anneal anneals the mesh stage, and a
+    fixed blur (FLOAT, BONES,MESH, BONES..MESH) calibrates nothing."""
+    from cortexkit.cli.fit_avatar import SigmaSpec, shape, sigma_options
+    from cortexkit.tools.avatar.api import fit_config
+    from cortexkit.tools.avatar.fit import FitConfig
+
+    default = next(p.default for p in shape.params if p.name == "sigma")
+    assert default == "mesh-auto" and fit_config(**sigma_options(default)) == FitConfig()
+    blur = ("sigma", "sigma_bias", "sigma_bias_bones", "sigma_bias_mesh", "sigma_mesh", "sigma_anneal")
+    before = {   # the fields each value resolved to before: FitConfig(sigma_bias=0) plus the option's changes
+        "mesh-auto": (0.1, 0.03, False, True, 0.0, False),
+        "auto": (0.1, 0.03, True, True, 0.0, False),
+        "mesh-anneal": (0.1, 0.03, False, True, 0.0, True),
+        "0.05": (0.05, 0.0, True, True, 0.0, False),
+        "0.1,0.03": (0.1, 0.0, True, True, 0.03, False),
+        "0.1..0.03": (0.1, 0.0, True, True, 0.03, True),
+    }
+    for text, fields in before.items():
+        config = fit_config(**sigma_options(SigmaSpec(min=0, min_open=True).convert(text, None, None)))
+        resolved = tuple(getattr(config, name) for name in blur)
+        calibrates = fields[1] > 0
+        assert (config.sigma_bias > 0) == calibrates, text
+        # sigma_bias_bones only acts with a calibrated blur: compare it there only
+        assert resolved[:2] + resolved[3:] == fields[:2] + fields[3:], (text, resolved)
+        assert not calibrates or resolved[2] == fields[2], (text, resolved)
+    assert FitConfig().sigma_bias == 0.03 and FitConfig().sigma_bias_bones is False
+
+
+def test_track_with_masks_renders_through_the_deferred_selection_by_default(sh, tmp_path, monkeypatch):
+    """`track` with masks (RESULTS section 18): every silhouette render of the command's default run asks the
+    rasteriser for the deferred pair selection; `track --help` says so. (The shape stages keep section 15's
+    selection: tests/tools/test_avatar.py.)"""
+    import os
+
+    from click.testing import CliRunner
+
+    import cortexkit.tools.avatar.fit as fit
+    from cortexkit.cli.main import main
+
+    hexapod = Path(__file__).resolve().parents[1] / "data" / "hexapod"
+    proc = sh(f"""
+    set -e
+    cortexkit fit-avatar synth {hexapod / 'hexapod.glb'} --keypoints {hexapod / 'hexapod_keypoints.yaml'} --frames 3 --rig ring:4 --crop 32 -o views.st
+    cortexkit fit-avatar shape {hexapod / 'hexapod.glb'} views.st --keypoints {hexapod / 'hexapod_keypoints.yaml'} --n-keyframes 1 --steps 5,5,5,0 --no-silhouettes --threads 1 -o avatar.st
+    """, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    seen = []
+    real = fit.soft_silhouette
+    monkeypatch.setattr(fit, "soft_silhouette", lambda *a, **kw: (seen.append(kw.get("deferred")), real(*a, **kw))[1])
+    monkeypatch.chdir(tmp_path)
+    with CliRunner().isolation():
+        try:
+            main(["fit-avatar", "track", "avatar.st", "views.st", "--steps", "3", "--gate", "1000",
+                  "--baseline", "none", "--threads", "1", "-q", "-o", "poses.st"])
+        except SystemExit as exit_:
+            assert exit_.code in (0, None)
+    assert os.path.exists(tmp_path / "poses.st")
+    assert seen and set(seen) == {True}, seen
+    with CliRunner().isolation() as streams:
+        try:
+            main(["fit-avatar", "track", "--help"])
+        except SystemExit:
+            pass
+        text = " ".join(streams[0].getvalue().decode().split())
+    assert "deferred selection, the default since 2026-12-07" in text

@@ -88,8 +88,8 @@ def shape(log, tpl, views, *, steps: str, keyframes: str | None, n_keyframes: in
     except (ValueError, AssertionError):
         raise CortexError(f"--steps {steps}: expected 4 non-negative integers (global,pose,bones,mesh)") from None
     picked = [int(k) for k in keyframes.split(",")] if keyframes else None
-    result = fit_avatar_shape(tpl, obs, fit_config(shape_steps=stage_steps, **config), n_keyframes, picked,
-                              hooks=hooks(log))
+    resolved = fit_config(shape_steps=stage_steps, **config)
+    result = fit_avatar_shape(tpl, obs, resolved, n_keyframes, picked, hooks=hooks(log))
     colors = None
     if image_files is not None:
         from cortexkit.formats.keypoints2d import read_image
@@ -101,8 +101,7 @@ def shape(log, tpl, views, *, steps: str, keyframes: str | None, n_keyframes: in
                  f"{len(result.keyframes)} keyframes x {len(obs.cameras)} cameras")
     if result.sigma_ratio is not None:  # a calibrated blur: the stored config holds what it resolved to
         spec = resolved_sigma(result.sigma_stages)
-        mode = "auto" if config.get("sigma_bias_bones", True) else (
-            "mesh-anneal" if config.get("sigma_anneal") else "mesh-auto")
+        mode = "auto" if resolved.sigma_bias_bones else ("mesh-anneal" if resolved.sigma_anneal else "mesh-auto")
         log.config["sigma"] = spec
         log.why["sigma"] = (f"{mode} -> {spec if isinstance(spec, str) else format(spec, '.4g')}: rendered / mask "
                             f"area {result.sigma_ratio[0]:.3f} at {result.sigma:.4g} "

@@ -70,16 +70,18 @@ class FitConfig:
     gate: float = 2.0               # crop pixels: silhouettes count once keypoints fit within this
     crop: int = 64                  # crop size (pixels) of the keypoint scale and the silhouettes
     sigma: float = 0.1              # soft rasteriser blur, squared crop pixels (PyTorch3D 1e-4 NDC² at 100 px ≈ 0.25)
-    sigma_bias: float = 0.0         # (the shape command's default --sigma mesh-auto: 0.03 with sigma_bias_bones
-                                    # false, RESULTS section 16)
-                                    # > 0: the blur follows the subject's pixel size: the largest sigma (<= sigma)
+    # The blur's default is the shape command's default ``--sigma mesh-auto`` (RESULTS section 16): the bones
+    # stage at ``sigma``, the mesh stage at the calibrated blur (sigma_bias 0.03, sigma_bias_bones false). These
+    # fields are its one source: the command's modes are defined as changes to them (cli sigma_options).
+    # sigma_bias 0 gives ``sigma`` in every stage, the default before 2026-12-07.
+    sigma_bias: float = 0.03        # > 0: the blur follows the subject's pixel size: the largest sigma (<= sigma)
                                     # at which the body fitted to the keypoints renders at most this much
                                     # larger than the masks (:func:`calibrated_sigma`; study,
                                     # benchmarks/fit_avatar RESULTS section 14)
     sigma_bias_mesh: bool = True    # with sigma_bias: the calibrated blur in the mesh stage too (False: the
                                     # bones stage only, the mesh stage's offsets keep ``sigma``'s reach)
-    sigma_bias_bones: bool = True   # with sigma_bias: the calibrated blur in the bones stage too (False: the
-                                    # bones stage keeps ``sigma``; calibrated on the keypoint fit all the same)
+    sigma_bias_bones: bool = False  # with sigma_bias: the calibrated blur in the bones stage too (``--sigma auto``;
+                                    # False: the bones stage keeps ``sigma``; calibrated on the keypoint fit all the same)
     sigma_mesh: float = 0.0         # > 0: the mesh stage's blur instead of ``sigma`` (a calibrated one wins)
     sigma_anneal: bool = False      # the mesh stage's blur falls geometrically from ``sigma`` (reach) to its
                                     # own (the calibrated one, or sigma_mesh; accuracy) over its steps
@@ -103,7 +105,12 @@ class FitConfig:
     silhouette_deferred: bool = False  # windows: the backward's pairs picked once the coverage is complete,
                                        # written in place (the same α bit for bit, gradient to float rounding;
                                        # `track --masks` 0.87 x CPU, masked shape 1.00-1.01 x: not adopted by
-                                       # RESULTS section 17's rule, an option); False: section 15's selection
+                                       # RESULTS section 17's rule, an option); False: section 15's selection.
+                                       # Governs the shape stages only; tracking follows the next field
+    track_silhouette_deferred: bool = True  # the same choice while tracking (as track_silhouette_cameras is
+                                       # silhouette_cameras' while tracking): deferred, adopted for `track` by
+                                       # RESULTS section 18's rule (CPU 0.86-0.88 x on the quadruped and hexapod,
+                                       # 0.90 x on the held-out primate; MPJPE within 0.6 %)
     outlier_px: float = 10.0        # image px: detections farther than this from the fit are dropped
                                     # half-way (0 = keep all; robust 2D residuals)
     mesh_bones: bool = False        # also refine scale and bone scales in the mesh stage (with silhouettes)
@@ -631,7 +638,8 @@ def track(template: Template, shape: Shape, obs: Observations, points3d: np.ndar
     points3d (F, K, 3) triangulated keypoints for the Procrustes init of R_g, t_g."""
     from dataclasses import replace
 
-    config = replace(config, silhouette_cameras=config.track_silhouette_cameras)
+    config = replace(config, silhouette_cameras=config.track_silhouette_cameras,
+                     silhouette_deferred=config.track_silhouette_deferred)
     F = obs.keypoints.shape[0]
     shape = Shape(shape.scale.detach().float(), shape.bone_scales.detach().float(), shape.offsets.detach().float(),
                   None if shape.markers is None else shape.markers.detach().float(), shape.marker_names)
