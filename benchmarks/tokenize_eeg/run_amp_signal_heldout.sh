@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Held-out split H for the eeg18 study (RESULTS.md "Study: the tokens-only amplitude"), run after the
 # verdict: base (today's defaults) and the adopted candidate (or the best one if none passed), seeds
-# 0-2, floor in the same run, one process at a time (per seed: base, then the candidate).
+# 0-2, floor in the same run, one process at a time (per seed: the candidate, then base unless BASE=0;
+# base at weight 0 is today's default, the eeg17 run's heldout_declr_base_sN.yaml, deterministic).
 #   bash benchmarks/tokenize_eeg/run_amp_signal_heldout.sh TAG WEIGHT   e.g. as25 0.25
 # then: python benchmarks/tokenize_eeg/summarise_heldout.py benchmarks/tokenize_eeg/results/heldout_ampsig_*_s*.yaml
 set -euo pipefail
@@ -15,6 +16,8 @@ run() {  # tag variant seed
     --parts recon --out "benchmarks/tokenize_eeg/results/heldout_ampsig_$1_s$3.yaml" 2> "/tmp/eeg18_h_$1_s$3.log"
 }
 for s in $SEEDS; do
-  run base "$W,signal_amplitude_weight=0" "$s"
   run "$TAG" "$W,signal_amplitude_weight=$WEIGHT" "$s"
 done
+if [ "${BASE:-1}" = 1 ]; then
+  for s in $SEEDS; do run base "$W,signal_amplitude_weight=0" "$s"; done
+fi
