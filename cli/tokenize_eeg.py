@@ -93,7 +93,8 @@ def _speed(run, verb_name, windows, started, model_seconds):
       advanced=ADVANCED_RECORDING + ("stem", "encoder_depth", "min_lr", "weight_decay", "warmup_epochs", "amp",
                                      "contrastive", "codebooks", "patches", "max_windows",
                                      "validation_share", "kmeans_init", "dead_code_threshold",
-                                     "signal_weight", "warm_start_epochs", "random_crop"))
+                                     "signal_weight", "signal_amplitude_weight", "warm_start_epochs",
+                                     "random_crop"))
 @click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
 @click.option("--channels", default="standard-1020", show_default=True, metavar="standard-1020|A,B,..",
               help="Montage, in order (missing channels are an error).")
@@ -136,6 +137,11 @@ def _speed(run, verb_name, windows, started, model_seconds):
 @click.option("--signal-weight", type=AutoFloat(0, min_open=True), default=1.0, show_default=True, metavar="auto|W",
               help="Weight of the raw-signal term (the paper's 1); auto: 1 / the training patches' "
                    "variance, a time NMSE on the scale of the standardised FFT terms.")
+@click.option("--signal-amplitude-weight", type=click.FloatRange(min=0), default=0.1, show_default=True,
+              metavar="W",
+              help="Weight of an amplitude-spectrum term on the temporal decoder's output, "
+                   "mse(|rfft(x_hat)|, |rfft(x)|) per patch: tokens-only amplitude nearer k-means at "
+                   "a small cost in time NMSE (0 = the paper's objective; measured, see the man page).")
 @click.option("--warm-start-epochs", type=click.FloatRange(min=0), default=16.0, show_default=True,
               help="Epochs' worth of steps fitting tokens and decoders to k-means of the patches before "
                    "training, which then starts from k-means's codes (0 = off, the paper's random start).")
@@ -151,8 +157,8 @@ def _speed(run, verb_name, windows, started, model_seconds):
 @recording_options
 def train_cmd(run, recordings, channels, mains, patches, preset, encoder_depth, codebook_size, kmeans_init,
               dead_code_threshold, codebooks, stem, epochs, lr, min_lr, weight_decay, warmup_epochs,
-              contrastive, signal_weight, warm_start_epochs, random_crop, amp, max_windows, validation_share,
-              **reading):
+              contrastive, signal_weight, signal_amplitude_weight, warm_start_epochs, random_crop, amp,
+              max_windows, validation_share, **reading):
     """Train a tokenizer on recordings -> eeg-tokenizer artifact."""
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg import api
@@ -171,6 +177,7 @@ def train_cmd(run, recordings, channels, mains, patches, preset, encoder_depth, 
         train_options=dict(epochs=epochs, batch_size=reading["batch_size"], min_lr=min_lr,
                            weight_decay=weight_decay, warmup_epochs=warmup_epochs,
                            contrastive=contrastive, amp=amp, signal_weight=signal_weight,
+                           signal_amplitude_weight=signal_amplitude_weight,
                            warm_start_epochs=warm_start_epochs, random_crop=random_crop),
         training_record={"high_amplitude_share": high, "window_cut": windows.describe()})
     run.write_artifact(api.state_tensors(model), KIND_TOKENIZER, version=str(VERSION),

@@ -20,7 +20,10 @@ own (``stride``) is scored against the floor fitted on those windows in its cell
 decoder-lr-length`` applies the eeg17 study's (RESULTS.md "Study: decoder depth, peak learning rate and
 length at today's defaults"): mean time drop >= 0.02, lower in >= 3 of 4 cells, mean amplitude ratio
 up by <= 0.01, CPU <= 2x; ``leaky`` (the crops before the validation-leak fix) is no candidate: it is
-printed as the fix's effect (base - leaky).
+printed as the fix's effect (base - leaky). ``--rule amp-signal`` applies the eeg18 study's (RESULTS.md
+"Study: the tokens-only amplitude"): mean amplitude ratio lower by >= 0.05 and lower in >= 3 of 4
+cells; mean time ratio up by <= 0.03 and below 1 in every cell; CPU <= 1.5x; of the passing
+candidates the one with the lowest mean over cells of max(time ratio, amplitude ratio) is adopted.
 """
 
 import sys
@@ -65,11 +68,12 @@ for n in names:
           f"{mean([g[4] for g in got]):.3f} | {mean([g[2] for g in got]):.0f} |")
 print()
 base = [cells[k][BASE] for k in keys]
+passing = []
 for n in names:
     got = [cells[k].get(n) for k in keys]
     if n == BASE or any(g is None for g in got):
         continue
-    if rule == "decoder-lr-length" and n.endswith("+best"):
+    if rule in ("decoder-lr-length", "amp-signal") and n.endswith("+best"):
         continue  # this rule decides on the last epoch only (the +best readings are in the table)
     if rule == "decoder-lr-length" and n.startswith("leaky"):
         print(f"{n} (crops before the leak fix, not a candidate): mean time base "
@@ -89,6 +93,16 @@ for n in names:
               f"amp {amp:+.3f} (2: {ok[1]}), CPU {cpu:.2f}x (3: {ok[2]}) -> "
               f"{'PASSES' if all(ok) else 'fails'}")
         continue
+    if rule == "amp-signal":
+        amp_lower = sum(g[1] < b[1] for g, b in zip(got, base))
+        below = sum(g[0] < 1.0 for g in got)
+        worst = mean([max(g[0], g[1]) for g in got])
+        ok = [-amp >= 0.05 and amp_lower >= 3, -drop <= 0.03 and below == len(keys), cpu <= 1.5]
+        passing.append((worst, n)) if all(ok) else None
+        print(f"{n}: amp {amp:+.3f}, lower in {amp_lower}/{len(keys)} (1: {ok[0]}); time {-drop:+.3f}, "
+              f"below 1 in {below}/{len(keys)} (2: {ok[1]}); CPU {cpu:.2f}x (3: {ok[2]}); mean max(time, amp) "
+              f"{worst:.3f} (base {mean([max(b[0], b[1]) for b in base]):.3f}) -> {'PASSES' if all(ok) else 'fails'}")
+        continue
     if rule == "decoder-lr-length":
         ok = [drop >= 0.02, lower >= 3, amp <= 0.01, cpu <= 2.0]
     else:
@@ -96,3 +110,6 @@ for n in names:
     print(f"{n}: time drop {drop:+.3f} (1: {ok[0]}), lower in {lower}/{len(keys)} (2: {ok[1]}), "
           f"amp {amp:+.3f} (3: {ok[2]}), CPU {cpu:.2f}x (4: {ok[3]}) -> "
           f"{'PASSES' if all(ok) else 'fails'}")
+if rule == "amp-signal":
+    print(f"adopted: {min(passing)[1]} (lowest mean max(time, amp) {min(passing)[0]:.3f})" if passing
+          else "adopted: none (no candidate passes; no default changes)")

@@ -710,3 +710,73 @@ def test_features_parts_default_is_the_probe_rules_verdict_at_todays_training(cl
     proc = cli("tokenize-eeg", "features", "--print-config")
     assert proc.returncode == 0, proc.stderr
     assert yaml.safe_load(proc.stdout)["parts"] == (adopted or rule.REFERENCE)
+
+
+AMP_SIGNAL_CANDIDATES = {"as25": 0.25, "as1": 1.0, "as10": 0.1}  # as10: the amendment's
+
+
+def amp_signal_verdict():
+    """The eeg18 study's rule (benchmarks/tokenize_eeg/RESULTS.md "Study: the tokens-only
+    amplitude", written before the runs) on its files, choosing splits A, B x seeds 0-1 -> (adopted
+    weight or 0.0, per-candidate pass flags). A candidate passes if against base its mean tokens-only
+    amplitude ratio is >= 0.05 lower and lower in >= 3 of 4 cells, its mean time ratio up by <= 0.03
+    and below 1 in every cell, CPU <= 1.5x; the passing one with the lowest mean max(time, amp) wins."""
+    from pathlib import Path
+
+    import yaml
+
+    study = Path(__file__).resolve().parents[2] / "benchmarks" / "tokenize_eeg" / "results" / "study"
+    by_cell = {}
+    for path in sorted(study.glob("[AB]_ampsig*_s[01].yaml")):  # ampsig: base, as25, as1; ampsig2: as10
+        data = yaml.safe_load(path.read_text())
+        floor = data["kmeans_floor"]
+        amp = min(floor["amplitude_nmse_signal"], floor["amplitude_nmse"])
+        by_cell.setdefault((data["split"], data["seed"]), {}).update(
+            {name: (v["test"]["time_nmse"] / floor["time_nmse"],
+                    v["test"]["amplitude_nmse_signal"] / amp, v["train_cpu_seconds"])
+             for name, v in data["variants"].items()})
+    cells = list(by_cell.values())
+    assert len(cells) == 4 and all({"base", *AMP_SIGNAL_CANDIDATES} <= set(c) for c in cells)
+    mean = lambda name, i: np.mean([c[name][i] for c in cells])  # noqa: E731
+    passes, worst = {}, {}
+    for name in AMP_SIGNAL_CANDIDATES:
+        passes[name] = bool(mean("base", 1) - mean(name, 1) >= 0.05
+                            and sum(c[name][1] < c["base"][1] for c in cells) >= 3
+                            and mean(name, 0) - mean("base", 0) <= 0.03
+                            and all(c[name][0] < 1.0 for c in cells)
+                            and mean(name, 2) <= 1.5 * mean("base", 2))
+        worst[name] = np.mean([max(c[name][0], c[name][1]) for c in cells])
+    winners = sorted((worst[n], n) for n in passes if passes[n])
+    return (AMP_SIGNAL_CANDIDATES[winners[0][1]] if winners else 0.0), passes
+
+
+def test_signal_amplitude_weight_default_follows_the_amplitude_rule(sh):
+    """train --signal-amplitude-weight defaults to what the eeg18 rule adopts from its files (0, the
+    paper's objective, when no candidate passes)."""
+    import yaml
+
+    adopted, _ = amp_signal_verdict()
+    proc = sh("cortexkit tokenize-eeg train --print-config")
+    assert proc.returncode == 0, proc.stderr
+    assert yaml.safe_load(proc.stdout)["signal-amplitude-weight"] == adopted
+
+
+@pytest.mark.slow
+def test_signal_amplitude_weight_reaches_training_and_is_stored(cli, shared_data, tmp_path):
+    """--signal-amplitude-weight W (installed command) trains with the amplitude-spectrum term on the
+    decoded signal: stored in the artifact's training record, its term in every epoch's history;
+    at 0 the term is absent (the paper's objective)."""
+    for weight in (0.5, 0.0):
+        tok = tmp_path / f"amp{weight:g}.st"
+        proc = cli("tokenize-eeg", "train", shared_data / S001 / "S001R01.edf", *TINY, "--epochs", "1",
+                   "--signal-amplitude-weight", str(weight), "-o", tok)
+        assert proc.returncode == 0, proc.stderr
+        stored = read(tok, "eeg-tokenizer")
+        assert stored.meta_json("eeg.training")["signal_amplitude_weight"] == weight
+        history = stored.meta_json("eeg.history")
+        assert ("signal_amplitude" in history[-1]) == (weight > 0)
+        if weight > 0:
+            assert "signal_amplitude" in history[0]["warm_start"] and history[-1]["signal_amplitude"] > 0
+    code = cli("tokenize-eeg", "train", shared_data / S001 / "S001R01.edf", *TINY,
+               "--signal-amplitude-weight", "-1", "-o", tmp_path / "bad.st")
+    assert code.returncode != 0 and len(code.stderr.strip().splitlines()) == 1

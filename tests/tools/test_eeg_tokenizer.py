@@ -311,6 +311,36 @@ def test_encoder_dropout_is_off_by_default_and_only_acts_in_training():
     assert not torch.allclose(dropped.encoder(x), paper.encoder(x))
 
 
+def test_signal_amplitude_loss_closed_forms():
+    """losses.signal_amplitude_loss: mse of |rfft| (orthonormal) of the decoded signal against the
+    patch's; blind to a circular shift (same magnitudes), and for a unit sine against silence
+    |X_5| = sqrt(200)/2 in one of 101 bins: 50 / 101, beside the time mse of 0.5."""
+    x = torch.randn(2, 3, 4, 200)
+    assert float(losses.signal_amplitude_loss(x, x)) == pytest.approx(0.0, abs=1e-6)
+    shifted = torch.roll(x, 7, dims=-1)
+    assert float(losses.signal_amplitude_loss(shifted, x)) == pytest.approx(0.0, abs=1e-5)
+    assert float(F.mse_loss(shifted, x)) > 1.0
+    sine = torch.sin(2 * math.pi * 5 * torch.arange(200) / 200).expand(1, 1, 1, 200)
+    assert float(losses.signal_amplitude_loss(torch.zeros_like(sine), sine)) == pytest.approx(50 / 101, rel=1e-5)
+    assert float(F.mse_loss(torch.zeros_like(sine), sine)) == pytest.approx(0.5, rel=1e-5)
+    zero = torch.zeros(1, 1, 1, 200, requires_grad=True)  # differentiable where the signal is silent
+    losses.signal_amplitude_loss(zero, sine).backward()
+    assert torch.isfinite(zero.grad).all()
+
+
+def test_signal_amplitude_weight_adds_its_term_and_is_off_by_default():
+    torch.manual_seed(6)
+    model = TFDualTokenizer(tiny()).eval()  # eval: the codebooks do not move between the calls
+    x = torch.randn(3, 3, 4, 200) * 0.3
+    off = losses.tokenizer_loss(model, x, contrastive=False)
+    on = losses.tokenizer_loss(model, x, contrastive=False, signal_amplitude_weight=0.25)
+    assert "signal_amplitude" not in off
+    recon = model.decode({"t": model.quantize(x)["z_q_t"], "f": model.quantize(x)["z_q_f"]}, 3, 4)
+    torch.testing.assert_close(on["signal_amplitude"], losses.signal_amplitude_loss(recon["signal"], x))
+    torch.testing.assert_close(on["total"], off["total"] + 0.25 * on["signal_amplitude"])
+    assert TrainConfig().signal_amplitude_weight == 0.0  # the paper's objective unless asked
+
+
 def test_warm_start_begins_training_at_the_kmeans_floor():
     """TrainConfig.warm_start_epochs (tools/eeg/warmstart.py): before any epoch of the paper's
     training, the tokens follow the k-means partition of the patches and the decoders reproduce its

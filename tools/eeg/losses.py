@@ -5,6 +5,11 @@
 with A = |FFT_200(x)|, phi = angle(FFT_200(x)) (the full 200-point FFT of each patch, not rfft),
 ``std`` the per-sample standardisation over (channel, patch, bin) with the unbiased std, and
 NT-Xent (tau 0.1) between the encoder features of the two halves (in patches) of each window.
+
+Optional, not the paper's: ``signal_amplitude_weight`` w > 0 adds
+w * mse(|rfft(x_hat)|, |rfft(x)|) (orthonormal rfft of each patch, so on the scale of the signal
+term), the amplitude spectrum of the temporal decoder's output: the tokens-only amplitude that
+``analysis.amplitude_nmse_signal`` reads (issue 33, RESULTS.md "Study: the tokens-only amplitude").
 """
 
 from __future__ import annotations
@@ -18,6 +23,15 @@ def std_norm(a: torch.Tensor) -> torch.Tensor:
     mean = a.mean(dim=(1, 2, 3), keepdim=True)
     std = a.std(dim=(1, 2, 3), keepdim=True)
     return (a - mean) / std.clamp_min(1e-8)
+
+
+def signal_amplitude_loss(signal: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """mse(|rfft(signal)|, |rfft(x)|) over each patch's L//2+1 bins (orthonormal rfft: summed over
+    the full spectrum it is the patch's energy, so this sits on mse(signal, x)'s scale). The
+    magnitude is sqrt(|.|^2 + 1e-12), differentiable at 0."""
+    pred = torch.fft.rfft(signal.float(), dim=-1, norm="ortho")
+    target = torch.fft.rfft(x.float(), dim=-1, norm="ortho").abs()
+    return F.mse_loss((pred.real.pow(2) + pred.imag.pow(2) + 1e-12).sqrt(), target)
 
 
 def fft_targets(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -38,9 +52,12 @@ def nt_xent(a: torch.Tensor, b: torch.Tensor, temperature: float = 0.1) -> torch
 
 
 def tokenizer_loss(model, x: torch.Tensor, *, contrastive: bool = True,
-                   signal_weight: float = 1.0, phase_weight: float = 1.0) -> dict[str, torch.Tensor]:
+                   signal_weight: float = 1.0, phase_weight: float = 1.0,
+                   signal_amplitude_weight: float = 0.0) -> dict[str, torch.Tensor]:
     """All terms for a batch x (B, C, P, L); ``total`` is their sum (weights 1, the signal term's
-    ``signal_weight``, the phase term's ``phase_weight``; the terms are reported unweighted)."""
+    ``signal_weight``, the phase term's ``phase_weight``, and with ``signal_amplitude_weight`` > 0
+    the amplitude spectrum of the decoded signal, :func:`signal_amplitude_loss`, at that weight;
+    the terms are reported unweighted)."""
     b, c, p, _ = x.shape
     out = model.quantize(x)
     codes = {"f": out["z_q_f"]}
@@ -60,6 +77,9 @@ def tokenizer_loss(model, x: torch.Tensor, *, contrastive: bool = True,
         second = model.encoder(x[:, :, half:2 * half]).reshape(b, -1)
         terms["ntxent"] = nt_xent(first, second)
     terms["total"] = sum(terms.values())
+    if model.dual and signal_amplitude_weight > 0:
+        terms["signal_amplitude"] = signal_amplitude_loss(recon["signal"], x)
+        terms["total"] = terms["total"] + signal_amplitude_weight * terms["signal_amplitude"]
     if model.dual and signal_weight != 1.0:
         terms["total"] = terms["total"] + (signal_weight - 1.0) * terms["signal"]
     if phase_weight != 1.0:

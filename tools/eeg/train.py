@@ -35,6 +35,7 @@ class TrainConfig:
     amp: bool = False
     signal_weight: float = 1.0  # weight of mse(x_hat, x); the paper's is 1
     phase_weight: float = 1.0  # weight of the phase term; the paper's is 1
+    signal_amplitude_weight: float = 0.0  # weight of mse(|rfft(x_hat)|, |rfft(x)|); not the paper's: 0
     keep: str = "last"  # "last" epoch's weights (the paper's) or the "best" validation epoch's
     warm_start_epochs: float = 0.0  # epochs' worth of steps fitting the model to the k-means floor
     # before training (tools/eeg/warmstart.py); 0: off, the paper's random start
@@ -135,7 +136,8 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
                           steps=warm_steps, batch_size=config.batch_size,
                           lr=config.lr, generator=generator,
                           kmeans_patches=config.warm_start_kmeans_patches,
-                          kmeans_iterations=config.warm_start_kmeans_iterations)
+                          kmeans_iterations=config.warm_start_kmeans_iterations,
+                          signal_amplitude_weight=config.signal_amplitude_weight)
     for epoch in range(config.epochs):
         model.train()
         order = torch.randperm(n, generator=generator)
@@ -153,7 +155,8 @@ def train(model, x: torch.Tensor, config: TrainConfig, *, generator: torch.Gener
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.amp):
                 terms = tokenizer_loss(model, batch, contrastive=config.contrastive,
                                        signal_weight=config.signal_weight,
-                                       phase_weight=config.phase_weight)
+                                       phase_weight=config.phase_weight,
+                                       signal_amplitude_weight=config.signal_amplitude_weight)
             optimizer.zero_grad(set_to_none=True)
             terms["total"].backward()
             optimizer.step()

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from cortexkit.tools.eeg.floor import _log_amplitude, kmeans, nearest
-from cortexkit.tools.eeg.losses import fft_targets
+from cortexkit.tools.eeg.losses import fft_targets, signal_amplitude_loss
 from cortexkit.tools.eeg.quantizer import l2norm
 
 
@@ -47,10 +47,13 @@ def floor_assignments(x: torch.Tensor, k: int, *, generator: torch.Generator,
 
 def warm_start(model, x: torch.Tensor, *, steps: int, batch_size: int, lr: float,
                generator: torch.Generator, temperature: float = 0.1,
-               kmeans_patches: int = 4096, kmeans_iterations: int = 8) -> dict[str, float]:
+               kmeans_patches: int = 4096, kmeans_iterations: int = 8,
+               signal_amplitude_weight: float = 0.0) -> dict[str, float]:
     """Pre-fit ``model`` in place on windows ``x`` (N, C, P, L) so that its tokens follow the
     k-means floor's partition and its decoders reproduce the floor's centroids; returns the last
-    step's terms and the share of training patches whose nearest codeword is their cluster's."""
+    step's terms and the share of training patches whose nearest codeword is their cluster's.
+    ``signal_amplitude_weight`` > 0 adds the training's optional amplitude-spectrum term on the
+    decoded signal (:func:`losses.signal_amplitude_loss`) at that weight, as in the training."""
     device = next(model.parameters()).device
     n, c, p, _ = x.shape
     streams = ("t", "f") if model.dual else ("f",)
@@ -100,6 +103,10 @@ def warm_start(model, x: torch.Tensor, *, steps: int, batch_size: int, lr: float
         for key, value in recon_terms.items():
             loss = loss + value
             terms[key] = float(value.detach())
+        if model.dual and signal_amplitude_weight > 0:
+            value = signal_amplitude_loss(recon["signal"], batch)
+            loss = loss + signal_amplitude_weight * value
+            terms["signal_amplitude"] = float(value.detach())
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
