@@ -66,6 +66,14 @@ def read(path_or_bytes, kind=None):
     return artifact
 
 
+def train_one_epoch(cli, shared_data, out, *extra, run="S001R01"):
+    """`tokenize-eeg train` (installed command) for one tiny epoch on one run: (stored artifact, stderr)."""
+    proc = cli("tokenize-eeg", "train", shared_data / S001 / f"{run}.edf", *TINY, "--epochs", "1", *extra,
+               "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    return read(out, "eeg-tokenizer"), proc.stderr
+
+
 def test_train_reports_epochs_and_stores_the_convention(trained):
     tok, stderr = trained
     assert "epoch 2/2:" in stderr and "codes_t" in stderr and "|x| >= 100 uV" in stderr
@@ -498,11 +506,8 @@ def test_encoder_depth_default_is_the_measured_choice(cli, trained, shared_data,
     assert artifact.meta_json("eeg.model")["depth"] == 0
     assert not any(k.startswith("encoder.backbone.blocks.") for k in artifact.tensors)
     old = tmp_path / "old.st"
-    proc = cli("tokenize-eeg", "train", shared_data / S001 / "S001R01.edf", *TINY, "--epochs", "1",
-               "--max-windows", "4", "--encoder-depth", "2", "-o", old)
-    assert proc.returncode == 0, proc.stderr
-    assert "encoder depth" not in proc.stderr  # given, not chosen
-    artifact = read(old, "eeg-tokenizer")
+    artifact, stderr = train_one_epoch(cli, shared_data, old, "--max-windows", "4", "--encoder-depth", "2")
+    assert "encoder depth" not in stderr  # given, not chosen
     assert artifact.meta_json("eeg.model")["depth"] == 2
     assert "encoder.backbone.blocks.1.mlp.0.weight" in artifact.tensors
     study = Path(__file__).resolve().parents[2] / "benchmarks" / "tokenize_eeg" / "results" / "study"
@@ -546,10 +551,7 @@ def test_warm_start_default_is_the_measured_choice(cli, trained, shared_data, tm
     ratios = {}
     for epochs in (default, 0):
         tok = tmp_path / f"w{epochs}.st"
-        proc = cli("tokenize-eeg", "train", shared_data / S001 / "S001R01.edf", *TINY, "--epochs", "1",
-                   "--warm-start-epochs", str(epochs), "-o", tok)
-        assert proc.returncode == 0, proc.stderr
-        stored = read(tok, "eeg-tokenizer")
+        stored, _ = train_one_epoch(cli, shared_data, tok, "--warm-start-epochs", str(epochs))
         assert stored.meta_json("eeg.training")["warm_start_epochs"] == epochs
         assert ("warm_start" in stored.meta_json("eeg.history")[0]) == bool(epochs)
         ratios[epochs] = stored.meta_json("eeg.validation")["ratio"]["time_nmse"]
@@ -660,11 +662,8 @@ def test_random_crop_trains_on_windows_with_context_and_is_stored(cli, shared_da
     stored = {}
     for flag in ((), ("--no-random-crop",)):
         tok = tmp_path / f"tok{len(flag)}.st"
-        proc = cli("tokenize-eeg", "train", shared_data / S001 / "S001R01.edf", *TINY, "--epochs", "1",
-                   *flag, "-o", tok)
-        assert proc.returncode == 0, proc.stderr
-        assert ("(+1 s of context each, for random crops)" in proc.stderr) == (not flag)
-        artifact = read(tok, "eeg-tokenizer")
+        artifact, stderr = train_one_epoch(cli, shared_data, tok, *flag)
+        assert ("(+1 s of context each, for random crops)" in stderr) == (not flag)
         stored[bool(flag)] = artifact.meta_json("eeg.training")["random_crop"]
         assert artifact.meta_json("eeg.model")["max_patches"] == 4
         tokens = tmp_path / f"t{len(flag)}.st"
@@ -673,11 +672,9 @@ def test_random_crop_trains_on_windows_with_context_and_is_stored(cli, shared_da
         assert read(tokens, "eeg-tokens").tensors["token_f"].shape[1:] == (19, 4)
     assert stored == {False: True, True: False}
     tok = tmp_path / "events.st"
-    proc = cli("tokenize-eeg", "train", shared_data / S001 / "S001R03.edf", *TINY, "--epochs", "1",
-               "--windows", "events", "--tmax", "4", "-o", tok)
-    assert proc.returncode == 0, proc.stderr
-    assert "for random crops" not in proc.stderr
-    assert read(tok, "eeg-tokenizer").meta_json("eeg.training")["random_crop"] is False
+    artifact, stderr = train_one_epoch(cli, shared_data, tok, "--windows", "events", "--tmax", "4", run="S001R03")
+    assert "for random crops" not in stderr
+    assert artifact.meta_json("eeg.training")["random_crop"] is False
 
 
 def test_features_parts_default_is_the_probe_rules_verdict_at_todays_training(cli):
@@ -768,10 +765,7 @@ def test_signal_amplitude_weight_reaches_training_and_is_stored(cli, shared_data
     at 0 the term is absent (the paper's objective)."""
     for weight in (0.5, 0.0):
         tok = tmp_path / f"amp{weight:g}.st"
-        proc = cli("tokenize-eeg", "train", shared_data / S001 / "S001R01.edf", *TINY, "--epochs", "1",
-                   "--signal-amplitude-weight", str(weight), "-o", tok)
-        assert proc.returncode == 0, proc.stderr
-        stored = read(tok, "eeg-tokenizer")
+        stored, _ = train_one_epoch(cli, shared_data, tok, "--signal-amplitude-weight", str(weight))
         assert stored.meta_json("eeg.training")["signal_amplitude_weight"] == weight
         history = stored.meta_json("eeg.history")
         assert ("signal_amplitude" in history[-1]) == (weight > 0)
