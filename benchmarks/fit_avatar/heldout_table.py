@@ -16,7 +16,7 @@ import yaml
 def main(path: str) -> None:
     data = yaml.safe_load(open(path))
     print("| cams | ours (cov) | aniposelib DLT | aniposelib optim | avatar | track mm (/ ours, / optim) | "
-          "vertex mm (vs keypoint-only) | bone scales mean | global scale | mesh sigma | shape CPU s | track s/frame |")
+          "vertex mm (vs keypoint-only) | bone scales mean abs error | abs global scale error | mesh sigma | shape CPU s | track s/frame |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for cams, row in data["rigs"].items():
         ours, dlt, opt = row["triangulate_ours"], row["aniposelib_dlt"], row["aniposelib_optim"]
@@ -33,7 +33,7 @@ def main(path: str) -> None:
                        if first else " | | ")
             print(f"| {cams if first else ''} | {anchors} | {name[7:]} | {a['track_mpjpe_mm']:.3f} "
                   f"({a['track_mpjpe_mm'] / ours['mpjpe_mm']:.2f}, {a['track_mpjpe_mm'] / o:.2f}) | "
-                  f"{a['vertex_error_mm']:.2f}{vs} | {100 * a['bone_scale_error']:.1f} % | {100 * a['scale_error']:+.1f} % | "
+                  f"{a['vertex_error_mm']:.2f}{vs} | {100 * a['bone_scale_error']:.1f} % | {100 * a['scale_error']:.1f} % | "
                   f"{'' if mesh is None else f'{mesh:.4f}'} | {a['shape_cpu_s']:.1f} | {a['track_cpu_s_per_frame']:.2f} |")
             first = False
 
