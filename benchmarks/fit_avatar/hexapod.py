@@ -158,6 +158,9 @@ def main():
                     "sigma_bias_bones false, sigma_anneal; RESULTS section 16), each under masks_mesh_anneal_T")
     ap.add_argument("--masks-mesh-auto", default="", help="the same, the mesh stage at the calibrated blur "
                     "throughout (no anneal), each under masks_mesh_auto_T")
+    ap.add_argument("--masks-mesh-only-auto", default="", help="the same, without silhouettes in the bones stage "
+                    "(bones_silhouettes false: bones and global scale are the keypoint fit's; RESULTS section 19), "
+                    "each under masks_mesh_only_auto_T")
     ap.add_argument("--keypoint-offsets", default="", help="keypoint-only avatars with these marker weights "
                     "(FitConfig.keypoint_offsets; W or W:mesh), comma-separated, instead of the default one")
     args = ap.parse_args()
@@ -221,6 +224,9 @@ def main():
                      for t in args.masks_mesh_anneal.split(",") if t]
         variants += [(f"masks_mesh_auto_{t}", True, {"sigma_bias": float(t), "sigma_bias_bones": False})
                      for t in args.masks_mesh_auto.split(",") if t]
+        variants += [(f"masks_mesh_only_auto_{t}", True, {"sigma_bias": float(t), "sigma_bias_bones": False,
+                                                           "bones_silhouettes": False})
+                     for t in args.masks_mesh_only_auto.split(",") if t]
         for name, sil, extra in variants:
             check = raster_check(args.check_raster)
             config = FitConfig(**{**SIGMA_BEFORE_49, **overrides, **extra, "silhouettes": sil})

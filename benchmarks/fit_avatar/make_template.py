@@ -1,7 +1,7 @@
 """Procedurally built rigged glTF templates for fit-avatar's benchmarks: the shared builder.
 
 A body plan (``make_hexapod.py``, ``make_bird.py``, ``make_quadruped.py``,
-``make_primate.py``, ``make_lizard.py``) gives a skeleton (names, parents, rest joint
+``make_primate.py``, ``make_lizard.py``, ``make_frog.py``) gives a skeleton (names, parents, rest joint
 positions in metres, x = left(+)/right(-), y up, z forward), a tube radius per bone, an animation
 clip and its keypoints; this module turns it into a mesh, skinning weights, a .glb, a keypoint map
 and a symmetry file:
@@ -18,6 +18,7 @@ and a symmetry file:
     python benchmarks/fit_avatar/make_template.py --plan quadruped benchmarks/fit_avatar/_quadruped/quadruped.glb
     python benchmarks/fit_avatar/make_template.py --plan primate benchmarks/fit_avatar/_primate/primate.glb
     python benchmarks/fit_avatar/make_template.py --plan lizard benchmarks/fit_avatar/_lizard/lizard.glb
+    python benchmarks/fit_avatar/make_template.py --plan frog benchmarks/fit_avatar/_frog/frog.glb
 
 writes TARGET and, beside it, <stem>_keypoints.yaml and <stem>_symmetry.yaml. Deterministic: same
 bytes on every run.
@@ -196,7 +197,7 @@ def load_template(template, keypoints=None, symmetry=None):
 def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--plan", choices=["hexapod", "bird", "quadruped", "primate", "lizard"], required=True)
+    ap.add_argument("--plan", choices=["hexapod", "bird", "quadruped", "primate", "lizard", "frog"], required=True)
     ap.add_argument("target")
     args = ap.parse_args()
     if args.plan == "hexapod":
@@ -207,8 +208,10 @@ def main():
         from make_quadruped import PLAN
     elif args.plan == "primate":
         from make_primate import PLAN
-    else:
+    elif args.plan == "lizard":
         from make_lizard import PLAN
+    else:
+        from make_frog import PLAN
     write(PLAN, args.target)
 
 

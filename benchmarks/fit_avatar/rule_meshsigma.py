@@ -17,15 +17,21 @@ CASES = [(t, c) for t in ("hexapod", "quadruped", "bird") for c in (16, 4)]
 CANDIDATES = ("masks_mesh_anneal", "masks_mesh_auto")
 
 
-def main(prefix: str = "study_meshsigma"):
+def load_runs(prefix: str) -> dict:
+    """{(template, cams): variants} of the finished runs ``<prefix>_<template>_<cams>.yaml`` beside this file."""
     runs = {}
     for t, c in CASES:
         path = HERE / f"{prefix}_{t}_{c}.yaml"
         data = yaml.safe_load(path.read_text()) if path.exists() else None
         if data:   # a case still running has an empty file
             runs[(t, c)] = data["variants"]
+    return runs
+
+
+def print_cases(runs: dict, base: str = "masks", label: str = "today's masks") -> None:
+    """One Markdown row per case and avatar; the avatars other than keypoints and ``base`` against ``base``."""
     print("| case | avatar | sigma bones / mesh | bone lengths mean (spanned / unspanned) | global scale | "
-          "track mm | vertex mm (vs keypoint-only) | shape CPU s | vs today's masks |")
+          f"track mm | vertex mm (vs keypoint-only) | shape CPU s | vs {label} |")
     print("|---|---|---|---|---|---|---|---|---|")
     for (t, c), v in runs.items():
         kp = v["keypoints"]["vertex_error_mm"]
@@ -34,10 +40,11 @@ def main(prefix: str = "study_meshsigma"):
             mesh = st.get("mesh")
             mesh = f"{mesh[0]:.3g} -> {mesh[1]:.4f}" if isinstance(mesh, list) else (
                 "" if mesh is None else f"{mesh:.4f}")
-            sig = f"{st['bones']:.3g} / {mesh}" if st else ""
+            bones = st.get("bones")
+            sig = (f"{bones:.3g}" if bones is not None else "none") + f" / {mesh}" if st else ""
             rel = ""
-            if name != "masks" and name != "keypoints" and "masks" in v:
-                m = v["masks"]
+            if name != base and name != "keypoints" and base in v:
+                m = v[base]
                 rel = (f"vertex x{r['vertex_error_mm'] / m['vertex_error_mm']:.3f} cpu "
                        f"x{r['shape_cpu_s'] / m['shape_cpu_s']:.3f} track x{r['track_mpjpe_mm'] / m['track_mpjpe_mm']:.3f}")
             vs_kp = "" if name == "keypoints" else f" ({100 * (r['vertex_error_mm'] / kp - 1):+.1f} %)"
@@ -45,6 +52,11 @@ def main(prefix: str = "study_meshsigma"):
                   f"({100 * r['bone_error_spanned']:.2f} / {100 * r['bone_error_unspanned']:.2f}) | "
                   f"{100 * r['scale_error']:+.1f} % | {r['track_mpjpe_mm']:.3f} | {r['vertex_error_mm']:.2f}{vs_kp} | "
                   f"{r['shape_cpu_s']:.1f} | {rel} |")
+
+
+def main(prefix: str = "study_meshsigma"):
+    runs = load_runs(prefix)
+    print_cases(runs)
     print()
     if len(runs) < len(CASES):
         print(f"only {len(runs)} of {len(CASES)} cases finished: no verdict")

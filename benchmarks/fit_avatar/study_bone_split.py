@@ -16,7 +16,10 @@ keypoints (no silhouettes), masks (the default), mesh_only (bones_silhouettes fa
 whose soft render is at most 3 % larger than the masks, FitConfig.sigma_bias 0.03: section 14), masks_sigmaauto_bones (the same in the bones stage only; the mesh stage at
 0.1), masks_mesh_anneal (section 16: the bones stage at 0.1, the mesh stage's blur annealed geometrically
 from 0.1 to the calibrated sigma over its steps), masks_mesh_auto (bones at 0.1, mesh at the calibrated sigma
-throughout). A split with the pose frozen
+throughout), masks_mesh_only_auto (section 19's candidate A: no silhouettes in the bones stage, so its bones
+and global scale are keypoint-only's; the mesh stage at the blur calibrated on that fit),
+masks_mesh_only_auto_m100 (C: A with 100 mesh steps), masks_mesh_auto_m150 (B: mesh-auto with 150 mesh
+steps). A split with the pose frozen
 is not offered: a chain's end keypoint would move with its split.
 """
 
@@ -46,7 +49,12 @@ VARIANTS = {"keypoints": {"silhouettes": False}, "masks": {}, "mesh_only": {"bon
             "masks_sigmaauto": {"sigma_bias": 0.03},
             "masks_sigmaauto_bones": {"sigma_bias": 0.03, "sigma_bias_mesh": False},
             "masks_mesh_anneal": {"sigma_bias": 0.03, "sigma_bias_bones": False, "sigma_anneal": True},
-            "masks_mesh_auto": {"sigma_bias": 0.03, "sigma_bias_bones": False}}
+            "masks_mesh_auto": {"sigma_bias": 0.03, "sigma_bias_bones": False},
+            "masks_mesh_only_auto": {"sigma_bias": 0.03, "sigma_bias_bones": False, "bones_silhouettes": False},
+            "masks_mesh_only_auto_m100": {"sigma_bias": 0.03, "sigma_bias_bones": False, "bones_silhouettes": False,
+                                          "shape_steps": (100, 150, 150, 100)},
+            "masks_mesh_auto_m150": {"sigma_bias": 0.03, "sigma_bias_bones": False,
+                                     "shape_steps": (100, 150, 150, 150)}}
 
 
 def main():

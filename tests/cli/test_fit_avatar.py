@@ -390,3 +390,50 @@ def test_track_with_masks_renders_through_the_deferred_selection_by_default(sh, 
             pass
         text = " ".join(streams[0].getvalue().decode().split())
     assert "deferred selection, the default since 2026-12-07" in text
+
+
+def test_shape_masks_in_mesh_keeps_silhouettes_out_of_the_bones_stage(sh, tmp_path, monkeypatch):
+    """`shape --masks-in` (RESULTS section 19): the default (bones,mesh) changes no FitConfig field, so the
+    silhouettes enter the bones and the mesh stages as FitConfig() has them; `--masks-in mesh` sets
+    bones_silhouettes false, so through the command the bones stage fits keypoints only and the mesh
+    stage alone renders silhouettes, at a calibrated blur; `shape --help-all` says both."""
+    import os
+
+    from click.testing import CliRunner
+
+    import cortexkit.tools.avatar.fit as fit
+    from cortexkit.cli.fit_avatar import masks_in_options, shape
+    from cortexkit.cli.main import main
+    from cortexkit.tools.avatar.api import fit_config
+
+    default = next(p.default for p in shape.params if p.name == "masks_in")
+    assert default == "bones,mesh" and fit_config(**masks_in_options(default)) == fit.FitConfig()
+    assert fit.FitConfig().bones_silhouettes is True and fit_config(**masks_in_options("mesh")).bones_silhouettes is False
+    hexapod = Path(__file__).resolve().parents[1] / "data" / "hexapod"
+    proc = sh(f"""
+    set -e
+    cortexkit fit-avatar synth {hexapod / 'hexapod.glb'} --keypoints {hexapod / 'hexapod_keypoints.yaml'} --frames 3 --rig ring:4 --crop 32 -o views.st
+    """, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    real = fit._optimise
+    monkeypatch.chdir(tmp_path)
+    for extra, want in (([], (False, False, True, True)), (["--masks-in", "mesh"], (False, False, False, True))):
+        seen = []
+        monkeypatch.setattr(fit, "_optimise", lambda *a, **kw: (seen.append(a[7]), real(*a, **kw))[1])
+        with CliRunner().isolation():
+            try:
+                main(["fit-avatar", "shape", str(hexapod / "hexapod.glb"), "views.st", "--keypoints",
+                      str(hexapod / "hexapod_keypoints.yaml"), "--n-keyframes", "1", "--steps", "2,2,2,2",
+                      "--gate", "1000", "--threads", "1", "-q", "-o", "avatar.st", *extra])
+            except SystemExit as exit_:
+                assert exit_.code in (0, None)
+        assert os.path.exists(tmp_path / "avatar.st")
+        assert tuple(seen) == want, (extra, seen)
+        os.remove(tmp_path / "avatar.st")
+    with CliRunner().isolation() as streams:
+        try:
+            main(["fit-avatar", "shape", "--help-all"])
+        except SystemExit:
+            pass
+        text = " ".join(streams[0].getvalue().decode().split())
+    assert "--masks-in [bones,mesh|mesh]" in text and "the bones stage fits the keypoints only" in text
