@@ -20,6 +20,21 @@ def fox(shared_data):
     return shared_data / FOX
 
 
+def in_process(*args: str) -> str:
+    """`cortexkit ARGS` run in this process, so that a monkeypatch reaches the fit; returns its stdout with
+    whitespace folded (a usage error or failure fails the test)."""
+    from click.testing import CliRunner
+
+    from cortexkit.cli.main import main
+
+    with CliRunner().isolation() as streams:
+        try:
+            main(list(args))
+        except SystemExit as exit_:
+            assert exit_.code in (0, None), (args, exit_.code)
+        return " ".join(streams[0].getvalue().decode().split())
+
+
 def test_man_page_pipeline_synth_triangulate_shape_track_evaluate_export(sh, fox, tmp_path):
     script = f"""
     set -e
@@ -359,10 +374,7 @@ def test_track_with_masks_renders_through_the_deferred_selection_by_default(sh, 
     selection: tests/tools/test_avatar.py.)"""
     import os
 
-    from click.testing import CliRunner
-
     import cortexkit.tools.avatar.fit as fit
-    from cortexkit.cli.main import main
 
     hexapod = Path(__file__).resolve().parents[1] / "data" / "hexapod"
     proc = sh(f"""
@@ -375,20 +387,11 @@ def test_track_with_masks_renders_through_the_deferred_selection_by_default(sh, 
     real = fit.soft_silhouette
     monkeypatch.setattr(fit, "soft_silhouette", lambda *a, **kw: (seen.append(kw.get("deferred")), real(*a, **kw))[1])
     monkeypatch.chdir(tmp_path)
-    with CliRunner().isolation():
-        try:
-            main(["fit-avatar", "track", "avatar.st", "views.st", "--steps", "3", "--gate", "1000",
-                  "--baseline", "none", "--threads", "1", "-q", "-o", "poses.st"])
-        except SystemExit as exit_:
-            assert exit_.code in (0, None)
+    in_process("fit-avatar", "track", "avatar.st", "views.st", "--steps", "3", "--gate", "1000",
+               "--baseline", "none", "--threads", "1", "-q", "-o", "poses.st")
     assert os.path.exists(tmp_path / "poses.st")
     assert seen and set(seen) == {True}, seen
-    with CliRunner().isolation() as streams:
-        try:
-            main(["fit-avatar", "track", "--help"])
-        except SystemExit:
-            pass
-        text = " ".join(streams[0].getvalue().decode().split())
+    text = in_process("fit-avatar", "track", "--help")
     assert "deferred selection, the default since 2026-12-07" in text
 
 
@@ -399,11 +402,8 @@ def test_shape_masks_in_mesh_keeps_silhouettes_out_of_the_bones_stage(sh, tmp_pa
     stage alone renders silhouettes, at a calibrated blur; `shape --help-all` says both."""
     import os
 
-    from click.testing import CliRunner
-
     import cortexkit.tools.avatar.fit as fit
     from cortexkit.cli.fit_avatar import masks_in_options, shape
-    from cortexkit.cli.main import main
     from cortexkit.tools.avatar.api import fit_config
 
     default = next(p.default for p in shape.params if p.name == "masks_in")
@@ -420,20 +420,11 @@ def test_shape_masks_in_mesh_keeps_silhouettes_out_of_the_bones_stage(sh, tmp_pa
     for extra, want in (([], (False, False, True, True)), (["--masks-in", "mesh"], (False, False, False, True))):
         seen = []
         monkeypatch.setattr(fit, "_optimise", lambda *a, **kw: (seen.append(a[7]), real(*a, **kw))[1])
-        with CliRunner().isolation():
-            try:
-                main(["fit-avatar", "shape", str(hexapod / "hexapod.glb"), "views.st", "--keypoints",
-                      str(hexapod / "hexapod_keypoints.yaml"), "--n-keyframes", "1", "--steps", "2,2,2,2",
-                      "--gate", "1000", "--threads", "1", "-q", "-o", "avatar.st", *extra])
-            except SystemExit as exit_:
-                assert exit_.code in (0, None)
+        in_process("fit-avatar", "shape", str(hexapod / "hexapod.glb"), "views.st", "--keypoints",
+                   str(hexapod / "hexapod_keypoints.yaml"), "--n-keyframes", "1", "--steps", "2,2,2,2",
+                   "--gate", "1000", "--threads", "1", "-q", "-o", "avatar.st", *extra)
         assert os.path.exists(tmp_path / "avatar.st")
         assert tuple(seen) == want, (extra, seen)
         os.remove(tmp_path / "avatar.st")
-    with CliRunner().isolation() as streams:
-        try:
-            main(["fit-avatar", "shape", "--help-all"])
-        except SystemExit:
-            pass
-        text = " ".join(streams[0].getvalue().decode().split())
+    text = in_process("fit-avatar", "shape", "--help-all")
     assert "--masks-in [bones,mesh|mesh]" in text and "the bones stage fits the keypoints only" in text
