@@ -39,6 +39,11 @@ def main():
         for k, e in tri["per_keypoint_mm"].items():
             print(f"| {k} ({d['keypoints'][k]}) | {e} | " + " | ".join(
                 f"{row[r]['per_keypoint_mm'][k]}" for r in wide) + " |")
+        hind = [k for k in tri["per_keypoint_mm"] if k.split("_")[0] in ("knee", "foot", "heel")]
+        rest = [k for k in tri["per_keypoint_mm"] if k not in hind]
+        for label, ks in (("hind legs (knees, feet, heels)", hind), ("the other 11", rest)):
+            print(f"| mean, {label} | {np.mean([tri['per_keypoint_mm'][k] for k in ks]):.3f} | " + " | ".join(
+                f"{np.mean([row[r]['per_keypoint_mm'][k] for k in ks]):.3f}" for r in wide) + " |")
         print("\n| phase | ours | " + " | ".join(wide) + " |")
         print("|---|---|" + "---|" * len(wide))
         for ph, fr in PHASES.items():
