@@ -75,9 +75,19 @@ def main(paths):
             f"{t:.3f} / {l:.3f}" for t, l in zip(band_tr, band_lr))
               + f" | {np.mean(band_tr):.3f} / {np.mean(band_lr):.3f} |")
         for name in (REFERENCE,) + CANDIDATES:
+            if not all(name in r for r in runs[split]):  # a run of fewer --feature-sets
+                continue
             cells = [r[name] for r in runs[split]]
             print(f"| {name} | {cells[0][2]} | " + " | ".join(f"{c[0]:.3f} / {c[1]:.3f}" for c in cells)
                   + f" | {np.mean([c[0] for c in cells]):.3f} / {np.mean([c[1] for c in cells]):.3f} |")
+    speeds = [(d["seed"], d["speed"]) for d in map(lambda p: yaml.safe_load(open(p)), paths) if "speed" in d]
+    if speeds:
+        print("\n| seed | encode windows/s: ours / plain loop | speedup |\n|---|---|---|")
+        for seed, sp in speeds:
+            print(f"| {seed} | {sp['ours_windows_per_s']:.1f} / {sp['plain_windows_per_s']:.1f} | {sp['speedup']:.2f}x |")
+        print(f"| mean | {np.mean([sp['ours_windows_per_s'] for _, sp in speeds]):.1f} / "
+              f"{np.mean([sp['plain_windows_per_s'] for _, sp in speeds]):.1f} | "
+              f"{np.mean([sp['speedup'] for _, sp in speeds]):.2f}x |")
     if {"A", "B"} <= set(runs):
         verdicts, adopted = decide(runs, bands)
         print()
