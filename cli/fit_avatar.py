@@ -256,7 +256,7 @@ def _resolve_shape(ctx) -> dict[str, str]:
                    "bones stage too; mesh-anneal: the mesh stage's blur falling geometrically from 0.1 to "
                    "it; FLOAT: one blur everywhere (0.1 before 2026-12-07); BONES,MESH or BONES..MESH: "
                    "the blurs a calibrated run stored, to repeat it.")
-@click.option("--masks-in", type=click.Choice(["bones,mesh", "mesh"]), default=MASKS_IN_DEFAULT, show_default=True,
+@click.option("--masks-in", type=click.Choice([MASKS_IN_DEFAULT, "mesh"]), default=MASKS_IN_DEFAULT, show_default=True,
               help="Stages whose fit the silhouettes enter. bones,mesh: the bones stage too (masks move the bone "
                    "scales and the global scale); mesh: the bones stage fits the keypoints only (bones and scale "
                    "as without masks) and the silhouettes shape the surface alone, at the blur calibrated on that "
