@@ -33,7 +33,7 @@ def main():
         if not path.exists():
             print(f"| {plan} | not run | | | | | |")
             continue
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text()) or {"rigs": {}}   # empty while its run is going
         for cams in CAMS:
             rig = data["rigs"].get(cams)
             if rig is None:
