@@ -19,6 +19,10 @@ Diagnosis only: FitConfig fields are set per run, no default changes. YAML on st
     python benchmarks/fit_avatar/make_template.py --plan frog benchmarks/fit_avatar/_frog/frog.glb
     OMP_NUM_THREADS=1 python benchmarks/fit_avatar/diag_frog.py --cams 16,7 > benchmarks/fit_avatar/diag_frog.yaml
     OMP_NUM_THREADS=1 python benchmarks/fit_avatar/diag_frog.py --cams 16,7 --runs fitted_default,true_shape_extremity_1,fitted_extremity_1 > benchmarks/fit_avatar/diag_frog_extremity.yaml
+    OMP_NUM_THREADS=1 python benchmarks/fit_avatar/diag_frog.py --cams 16,7 --runs fitted_default,fitted_limb_ends,true_shape_default,true_shape_limb_ends > benchmarks/fit_avatar/diag_frog_limb_ends.yaml
+
+(section 20: ``*_limb_ends`` track with model.extremity_joints' structural rule; every track also reports
+its per-joint error split into swing and twist about the bone to the joint's keypointed child.)
 """
 
 from __future__ import annotations
@@ -62,6 +66,35 @@ def per_joint_angles(tpl, shape, pose, truth):
     return {tpl.joint_names[j]: r(a, 1) for j, a in zip(obs, ang.mean(0))}, ang
 
 
+def swing_twist_deg(tpl, shape, pose, truth):
+    """Per observable joint, the mean local rotation error split into twist about the bone to its
+    keypointed child (what a keypoint on that bone's axis cannot see) and swing (the bone's direction):
+    {joint: [swing, twist]} degrees (section 20)."""
+    true_shape = Shape(truth["scale"].reshape(()), truth["bone_scales"], truth["offsets"])
+    true_pose = Pose(truth["rotations"], truth["global_rot"], truth["global_t"])
+    with torch.no_grad():
+        rp, _ = joint_world_transforms(tpl, shape, pose)
+        rt, _ = joint_world_transforms(tpl, true_shape, true_pose)
+    kp_joints = set(torch.nonzero(tpl.keypoints_joint.abs().sum(0) > 0).reshape(-1).tolist())
+    out = {}
+    for j in observable_joints(tpl):
+        p = max(tpl.parents[j], 0)
+        child = next(c for c, q in enumerate(tpl.parents) if q == j and c in kp_joints)
+        axis = (tpl.joints[child] - tpl.joints[j]).double()
+        axis = axis / axis.norm()
+        lp = rp[:, p].transpose(-1, -2) @ rp[:, j]
+        lt = rt[:, p].transpose(-1, -2) @ rt[:, j]
+        e = (lp.transpose(-1, -2) @ lt).double()                               # (F, 3, 3) error rotation
+        moved = e @ axis
+        swing = torch.rad2deg(torch.arccos((moved @ axis).clamp(-1.0, 1.0)))
+        # twist: the error's rotation about the axis, from its quaternion (w, v): 2 atan2(|v . a|, w)
+        w = 0.5 * (1 + e.diagonal(dim1=-2, dim2=-1).sum(-1)).clamp(min=1e-12).sqrt()
+        v = torch.stack([e[:, 2, 1] - e[:, 1, 2], e[:, 0, 2] - e[:, 2, 0], e[:, 1, 0] - e[:, 0, 1]], -1) / (4 * w[:, None])
+        twist = torch.rad2deg(2 * torch.atan2((v @ axis).abs(), w))
+        out[tpl.joint_names[j]] = [r(swing.mean(), 1), r(twist.mean(), 1)]
+    return out
+
+
 def errors(tpl, points, true_kp):
     """(F, K, 3) points vs truth -> per keypoint mean, per frame mean (NaN-aware), overall."""
     e = np.linalg.norm(points - true_kp, axis=-1)
@@ -87,7 +120,8 @@ def tracked(tpl, shape, obs, truth, cams, config, tri_e):
                     (n for k, n in enumerate(tpl.keypoint_names)
                      if e[both[:, k], k].mean() > tri_e[both[:, k], k].mean())),
                 "vertex_error_mm": r(m["vertex_error_mm"]), "joint_angle_error_deg": r(m["joint_angle_error_deg"], 2),
-                "joint_angle_deg_per_joint": joints, "track_cpu_s": r(cpu, 1)})
+                "joint_angle_deg_per_joint": joints,
+                "swing_twist_deg_per_joint": swing_twist_deg(tpl, shape, pose, truth), "track_cpu_s": r(cpu, 1)})
     # the limit term at the tracked pose vs at the truth
     lo, hi = tpl.limits[None, :, 0], tpl.limits[None, :, 1]
     th = pose.rotations
@@ -162,10 +196,22 @@ def main():
                 "fitted_no_priors": (fitted, {"temporal_weight": 0.0, "joint_limit_weight": 0.0}),
                 # the temporal term with hands/feet weighted as every other joint (default x100)
                 "true_shape_extremity_1": (true_shape, {"extremity_factor": 1.0}),
-                "fitted_extremity_1": (fitted, {"extremity_factor": 1.0})}
+                "fitted_extremity_1": (fitted, {"extremity_factor": 1.0}),
+                # section 20: the extremities chosen by the structural rule (hands and feet, not wrists and ankles)
+                "true_shape_limb_ends": (true_shape, {}),
+                "fitted_limb_ends": (fitted, {})}
         for name in args.runs.split(","):
             shape, extra = runs[name]
-            row[name] = tracked(tpl, shape, obs, truth, cams, FitConfig(**{**base, **extra}), tri_e)
+            tpl_run = tpl
+            if name.endswith("_limb_ends"):
+                from dataclasses import replace
+
+                from cortexkit.tools.avatar.model import extremity_joints
+
+                tpl_run = replace(tpl, extremity=torch.as_tensor(extremity_joints(
+                    "limb-ends", tpl.joint_names, tpl.parents, tpl.free.numpy(), tpl.joints.numpy(),
+                    tpl.meta.get("mirror_axis", 0)), dtype=torch.bool))
+            row[name] = tracked(tpl_run, shape, obs, truth, cams, FitConfig(**{**base, **extra}), tri_e)
             print(f"# {n_cams} cams {name}: mpjpe {row[name]['mpjpe_mm']} vs ours {row[name]['mpjpe_vs_ours']} "
                   f"angle {row[name]['joint_angle_error_deg']}", file=sys.stderr, flush=True)
         out["rigs"][n_cams] = row

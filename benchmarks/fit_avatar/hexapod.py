@@ -163,6 +163,9 @@ def main():
                     "each under masks_mesh_only_auto_T")
     ap.add_argument("--keypoint-offsets", default="", help="keypoint-only avatars with these marker weights "
                     "(FitConfig.keypoint_offsets; W or W:mesh), comma-separated, instead of the default one")
+    ap.add_argument("--extremities", default="", help="also track each avatar with the temporal term's extremities "
+                    "chosen by these rules (model.extremity_joints: names, names-distal, limb-ends), comma-separated, "
+                    "on the same avatar and views, each under track_extremities_RULE (RESULTS section 20)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     overrides = {}
@@ -298,6 +301,30 @@ def main():
                 row[f"avatar_{name}"][key] = {
                     "mpjpe_mm": mw["mpjpe_mm"], "pa_mpjpe_mm": mw["pa_mpjpe_mm"],
                     "vertex_error_mm": mw["vertex_error_mm"], "joint_angle_error_deg": mw["joint_angle_error_deg"],
+                    "cpu_s_per_frame": cpu, "peak_rss_mb_so_far": peak_mb(),
+                    "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()]}
+            for rule in [x for x in args.extremities.split(",") if x]:
+                from dataclasses import replace
+
+                from cortexkit.tools.avatar.model import extremity_joints
+
+                marks = extremity_joints(rule, tpl.joint_names, tpl.parents, tpl.free.numpy(), tpl.joints.numpy(),
+                                         tpl.meta.get("mirror_axis", 0))
+                tpl_rule = replace(tpl, extremity=torch.as_tensor(marks, dtype=torch.bool))
+                t1 = time.process_time()
+                pose = track_sequence(tpl_rule, shaped.shape, obs, track_config).pose
+                cpu = (time.process_time() - t1) / len(world)
+                mw = model_metrics(tpl_rule, shaped.shape, pose, truth, cams)
+                with torch.no_grad():
+                    from cortexkit.tools.avatar.model import forward
+
+                    _, _, kps = forward(tpl_rule, shaped.shape, pose, with_vertices=False)
+                per_kp = (kps.double() - truth["keypoints"].double()).norm(dim=-1).mean(0)
+                row[f"avatar_{name}"][f"track_extremities_{rule}"] = {
+                    "marked": [n for n, x, f in zip(tpl.joint_names, marks, tpl.free.tolist()) if x and f],
+                    "mpjpe_mm": mw["mpjpe_mm"], "pa_mpjpe_mm": mw["pa_mpjpe_mm"],
+                    "vertex_error_mm": mw["vertex_error_mm"], "joint_angle_error_deg": mw["joint_angle_error_deg"],
+                    "keypoint_mpjpe_mm": {n: round(float(e), 4) for n, e in zip(tpl.keypoint_names, per_kp)},
                     "cpu_s_per_frame": cpu, "peak_rss_mb_so_far": peak_mb(),
                     "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()]}
             if args.check_raster:

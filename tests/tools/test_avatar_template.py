@@ -180,6 +180,42 @@ def test_acceleration_temporal_term_is_zero_for_steady_motion(mesh):
     assert temporal(pose, 2) > 1e-4
 
 
+def test_extremity_rules_on_a_small_tree_and_the_hexapod(mesh):
+    """model.extremity_joints (RESULTS section 20): names marks the regex (wrist and ankle included),
+    names-distal drops wrist and ankle, limb-ends marks by structure alone the last free joint of each
+    limb (a chain leaving the mirror plane, followed while it has one free child; a hand that branches
+    into fingers ends it; a one-bone ear is no limb); the template carries the chosen marks."""
+    import numpy as np
+
+    from cortexkit.tools.avatar.model import extremity_joints
+
+    # trunk on the plane x = 0; a left arm shoulder-elbow-wrist-hand whose hand branches into two
+    # fingers; a left leg hip-knee-ankle-foot-toe (toe a leaf, not free); a one-bone ear; a tail
+    names = ["root", "spine", "head", "ear_L", "shoulder_L", "elbow_L", "wrist_L", "hand_L", "f1_L", "f2_L",
+             "hip_L", "knee_L", "ankle_L", "foot_L", "toe_L", "tail", "tail_tip"]
+    parents = [-1, 0, 1, 2, 1, 4, 5, 6, 7, 7, 0, 10, 11, 12, 13, 0, 15]
+    x = [0, 0, 0, 3, 5, 8, 9, 9, 9, 10, 4, 5, 5, 5, 5, 0, 0]
+    joints = np.stack([np.array(x, float), np.arange(17.0), np.zeros(17)], 1)
+    free = np.array([n not in ("root", "toe_L", "tail_tip") for n in names])
+
+    def marked(rule):
+        return [n for n, m in zip(names, extremity_joints(rule, names, parents, free, joints, 0)) if m]
+
+    assert marked("names") == ["wrist_L", "hand_L", "ankle_L", "foot_L", "toe_L"]
+    assert marked("names-distal") == ["hand_L", "foot_L", "toe_L"]
+    assert marked("limb-ends") == ["hand_L", "foot_L"]
+    renamed = [f"j{i}" for i in range(len(names))]             # structure only: names do not matter
+    assert np.array_equal(extremity_joints("limb-ends", renamed, parents, free, joints, 0),
+                          extremity_joints("limb-ends", names, parents, free, joints, 0))
+    with pytest.raises(ValueError, match="unknown extremity rule"):
+        extremity_joints("paws", names, parents, free, joints, 0)
+    # the hexapod: names marks only its leaf feet (not free), limb-ends the six tibiae
+    default, ends = build(mesh), build(mesh, extremities="limb-ends")
+    free_marked = lambda t: {n for n, m, f in zip(t.joint_names, t.extremity.tolist(), t.free.tolist()) if m and f}  # noqa: E731
+    assert free_marked(default) == set()
+    assert free_marked(ends) == {f"tibia{i}_{s}" for i in (1, 2, 3) for s in "LR"}
+
+
 def test_keypoint_markers_ride_rigidly_on_the_keypoints_bone(mesh):
     """A marker (per-keypoint offset, rest frame of the keypoint's bone) moves a posed keypoint by
     R_g M_j m in closed form: the bone's rotation, nothing else; other bones leave it alone."""

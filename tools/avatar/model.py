@@ -25,6 +25,50 @@ from cortexkit.tools.avatar.rotation import rodrigues
 
 _SIDE = re.compile(r"(left|right|(?<![a-z])[lr](?![a-z]))", re.IGNORECASE)
 EXTREMITY = re.compile(r"hand|foot|paw|finger|toe|wrist|ankle", re.IGNORECASE)
+# the same names without the two that name a limb's middle joint on some rigs (a frog's ankle turns its tarsus)
+EXTREMITY_DISTAL = re.compile(r"hand|foot|paw|finger|toe", re.IGNORECASE)
+EXTREMITY_RULES = ("names", "names-distal", "limb-ends")
+
+
+def extremity_joints(rule: str, joint_names: list[str], parents: list[int], free: np.ndarray,
+                     joints: np.ndarray, mirror_axis: int = 0) -> np.ndarray:
+    """(J,) bool: the joints whose angular motion the track's temporal term weights by
+    ``FitConfig.extremity_factor`` (BigMaQ's ``selection_scalar`` on its four end effectors, the
+    LeftHand, RightHand, LeftFoot, RightFoot joints: the last posed joint of each limb).
+
+    ``names``: joint names matching :data:`EXTREMITY` (hand, foot, paw, finger, toe, wrist, ankle).
+    ``names-distal``: :data:`EXTREMITY_DISTAL` (the same without wrist and ankle).
+    ``limb-ends``: structural, names unused: a limb starts at a free joint off the mirror plane
+    whose parent lies on it (rest positions ``joints`` (J, 3), ``mirror_axis``); it is followed
+    while its joint has exactly one free child; the joint where it ends (no free child, or a
+    branch such as a hand's fingers) is the limb's end and is marked when the limb has at least
+    two free joints (an ear of one bone is not a limb)."""
+    n = len(joint_names)
+    if rule == "names":
+        return np.array([bool(EXTREMITY.search(x)) for x in joint_names])
+    if rule == "names-distal":
+        return np.array([bool(EXTREMITY_DISTAL.search(x)) for x in joint_names])
+    if rule != "limb-ends":
+        raise ValueError(f"unknown extremity rule '{rule}' (rules: {', '.join(EXTREMITY_RULES)})")
+    free = np.asarray(free, bool)
+    joints = np.asarray(joints, np.float64)
+    tol = 1e-2 * float(np.ptp(joints, 0).max()) if n > 1 else 0.0
+    off_plane = np.abs(joints[:, mirror_axis]) > tol
+    free_children: list[list[int]] = [[] for _ in range(n)]
+    for i, p in enumerate(parents):
+        if p >= 0 and free[i]:
+            free_children[p].append(i)
+    marked = np.zeros(n, bool)
+    for start in range(n):
+        p = parents[start]
+        if not free[start] or not off_plane[start] or (p >= 0 and off_plane[p]):
+            continue
+        end, length = start, 1
+        while len(free_children[end]) == 1:
+            end, length = free_children[end][0], length + 1
+        if length >= 2:
+            marked[end] = True
+    return marked
 
 
 @dataclass
@@ -456,7 +500,8 @@ def template_from_mesh(vertices: np.ndarray, faces: np.ndarray, weights: np.ndar
                        joint_names: list[str], parents: np.ndarray, rest_world: np.ndarray, *,
                        unit_mm: float, keypoints: dict | None = None, limits: dict | None = None,
                        mirror_axis: int = 0, exclude_offsets: str | None = None,
-                       weld: bool = True, symmetry: dict | None = None) -> Template:
+                       weld: bool = True, symmetry: dict | None = None,
+                       extremities: str = "names") -> Template:
     """Build a :class:`Template` (mm) from skinned-mesh arrays in the file's units.
 
     ``keypoints``: a keypoint map (:func:`parse_keypoint_map`); by default every joint that
@@ -466,6 +511,8 @@ def template_from_mesh(vertices: np.ndarray, faces: np.ndarray, weights: np.ndar
     get no offset (BigMaQ excludes the hands).
     ``symmetry``: a symmetry file (:func:`parse_symmetry`): mirror axis, vertex pairs sharing an
     offset, excluded vertices, bone pairs sharing a scale, extra bone groups.
+    ``extremities``: which joints the track's temporal term weights by ``extremity_factor``
+    (:func:`extremity_joints`' rule).
     Vertices at one position are welded for the fit; the input's vertex and face order is kept
     in ``source_index`` / ``source_faces``."""
     vertices = np.asarray(vertices, np.float64) * unit_mm
@@ -541,7 +588,7 @@ def template_from_mesh(vertices: np.ndarray, faces: np.ndarray, weights: np.ndar
         limits=t(lim), bone_group=t(bone_group, torch.int64), group_names=group_names,
         offset_index=t(index, torch.int64), offset_mirror=t(mirror), keypoint_names=kp_names,
         keypoints_joint=t(kj), keypoints_vertex=t(kv),
-        extremity=t([bool(EXTREMITY.search(n)) for n in joint_names], torch.bool),
+        extremity=t(extremity_joints(extremities, list(joint_names), parents, free, joints, mirror_axis), torch.bool),
         edges=t(edges, torch.int64), n_offsets=int(count), meta={"mirror_axis": mirror_axis},
         source_index=t(welded_from, torch.int64), source_faces=t(source_faces, torch.int64))
 
