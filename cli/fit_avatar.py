@@ -318,7 +318,9 @@ def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps,
     With masks, the soft rasteriser picks the (pixel, face) pairs its backward needs once a chunk's
     coverage is complete (the deferred selection, the default since 2026-12-07): the same silhouettes bit
     for bit and the same gradient to float rounding, at 0.86-0.90 x the CPU per frame (benchmarks/fit_avatar
-    RESULTS section 18)."""
+    RESULTS section 18); its chunk loop runs lean (call-wide buffers, one selection per call: the same
+    silhouettes and gradient bit for bit, 0.85-0.92 x the CPU per frame, about 1.5-1.7 s per frame at 16
+    cameras; section 21)."""
     from cortexkit.tools.avatar import api
     from cortexkit.tools.avatar.io import POSES, avatar_from_artifact
 

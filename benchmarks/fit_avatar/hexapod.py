@@ -28,6 +28,8 @@ template; ``--clip`` to the template's first animation).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import os
 import resource
 import sys
@@ -102,6 +104,21 @@ class raster_check:
         return {"calls": self.calls, "images": self.images, "max_abs_alpha_diff": self.max}
 
 
+@contextlib.contextmanager
+def lean_switch(reference: bool):
+    """With ``reference``: fit.soft_silhouette renders with lean=False (the rasteriser's deferred chunk loop
+    before RESULTS section 21) for the duration; a benchmark-only switch, composed with raster_check's wrapper."""
+    import cortexkit.tools.avatar.fit as fit_module
+
+    saved = fit_module.soft_silhouette
+    if reference:
+        fit_module.soft_silhouette = functools.partial(saved, lean=False)
+    try:
+        yield
+    finally:
+        fit_module.soft_silhouette = saved
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--template", default=str(HEX / "hexapod.glb"), help="rigged glTF in metres")
@@ -145,6 +162,11 @@ def main():
                     "selection of the backward's pairs in the order A B B A (FitConfig.track_silhouette_deferred true / "
                     "false), under track_masks_deferred, track_masks_eager, track_masks_eager_2, track_masks_deferred_2 "
                     "(RESULTS section 18's rule)")
+    ap.add_argument("--track-masks-lean-paired", action="store_true", help="with --track-masks: instead of one "
+                    "track_masks, track each named avatar with silhouettes four times on the same avatar, the rasteriser's "
+                    "lean chunk loop (the default since RESULTS section 21) and the deferred one before it "
+                    "(soft_silhouette(lean=False), a benchmark-only switch) in the order A B B A, under track_masks_lean, "
+                    "track_masks_reference, track_masks_reference_2, track_masks_lean_2 (section 21's rule)")
     ap.add_argument("--check-raster", action="store_true", help="render every silhouette of the run also pair by pair "
                     "(no gradient) and record the largest |alpha difference| per avatar (raster_check_max_abs_alpha_diff); "
                     "costs CPU, so not for timed runs")
@@ -277,7 +299,10 @@ def main():
                 w, order = (float(item.split(":")[0]), int(item.split(":")[1])) if ":" in item else (float(item), 1)
                 variants.append((f"track_temporal_{w:g}_order_{order}", {"temporal_weight": w, "temporal_order": order}))
             if args.track_masks and (args.track_masks == "all" or name in args.track_masks.split(",")):
-                if args.track_masks_paired:
+                if args.track_masks_lean_paired:
+                    variants += [(f"track_masks_{path}{suffix}", {"silhouettes": True})
+                                 for path, suffix in (("lean", ""), ("reference", ""), ("reference", "_2"), ("lean", "_2"))]
+                elif args.track_masks_paired:
                     variants += [(f"track_masks_{path}{suffix}", {"silhouettes": True,
                                                                    "track_silhouette_deferred": path == "deferred"})
                                  for path, suffix in (("deferred", ""), ("eager", ""), ("eager", "_2"), ("deferred", "_2"))]
@@ -294,9 +319,10 @@ def main():
                     # section 17's commands: silhouette_deferred governed the track too (before section 18
                     # gave tracking its own field)
                     merged["track_silhouette_deferred"] = merged["silhouette_deferred"]
-                t1 = time.process_time()
-                pose = track_sequence(tpl, shaped.shape, obs, FitConfig(**merged)).pose
-                cpu = (time.process_time() - t1) / len(world)
+                with lean_switch(key.startswith("track_masks_reference")):
+                    t1 = time.process_time()
+                    pose = track_sequence(tpl, shaped.shape, obs, FitConfig(**merged)).pose
+                    cpu = (time.process_time() - t1) / len(world)
                 mw = model_metrics(tpl, shaped.shape, pose, truth, cams)
                 row[f"avatar_{name}"][key] = {
                     "mpjpe_mm": mw["mpjpe_mm"], "pa_mpjpe_mm": mw["pa_mpjpe_mm"],

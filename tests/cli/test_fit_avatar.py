@@ -370,11 +370,12 @@ def test_shape_sigma_default_is_fitconfig_default_and_every_mode_resolves_as_bef
 
 def test_track_with_masks_renders_through_the_deferred_selection_by_default(sh, tmp_path, monkeypatch):
     """`track` with masks (RESULTS section 18): every silhouette render of the command's default run asks the
-    rasteriser for the deferred pair selection; `track --help` says so. (The shape stages keep section 15's
-    selection: tests/tools/test_avatar.py.)"""
+    rasteriser for the deferred pair selection, and each goes through the lean chunk loop (section 21);
+    `track --help` says both. (The shape stages keep section 15's selection: tests/tools/test_avatar.py.)"""
     import os
 
     import cortexkit.tools.avatar.fit as fit
+    import cortexkit.tools.avatar.raster as raster
 
     hexapod = Path(__file__).resolve().parents[1] / "data" / "hexapod"
     proc = sh(f"""
@@ -386,13 +387,17 @@ def test_track_with_masks_renders_through_the_deferred_selection_by_default(sh, 
     seen = []
     real = fit.soft_silhouette
     monkeypatch.setattr(fit, "soft_silhouette", lambda *a, **kw: (seen.append(kw.get("deferred")), real(*a, **kw))[1])
+    lean, real_lean = [], raster._forward_lean
+    monkeypatch.setattr(raster, "_forward_lean", lambda *a, **kw: (lean.append(1), real_lean(*a, **kw))[1])
     monkeypatch.chdir(tmp_path)
     in_process("fit-avatar", "track", "avatar.st", "views.st", "--steps", "3", "--gate", "1000",
                "--baseline", "none", "--threads", "1", "-q", "-o", "poses.st")
     assert os.path.exists(tmp_path / "poses.st")
     assert seen and set(seen) == {True}, seen
+    assert len(lean) == len(seen)
     text = in_process("fit-avatar", "track", "--help")
     assert "deferred selection, the default since 2026-12-07" in text
+    assert "its chunk loop runs lean" in " ".join(text.split())
 
 
 def test_shape_masks_in_mesh_keeps_silhouettes_out_of_the_bones_stage(sh, tmp_path, monkeypatch):

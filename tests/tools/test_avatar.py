@@ -228,16 +228,10 @@ def test_track_reads_its_own_deferred_field_and_shape_the_shared_one(monkeypatch
         assert seen and set(seen) == {shape_path}
 
 
-def test_soft_silhouette_deferred_selection_equals_section15_selection():
-    """The deferred selection of the backward's pairs (an option: picked once the coverage is complete,
-    written in place; RESULTS section 17) against section 15's, the default (eager: picked per chunk,
-    concatenated, picked again): the same α bit for bit and the same gradient to float rounding (1e-6 of its
-    largest component; the two differ only where a vectorised sigmoid meets a different tail), in
-    float32 and float64, at several chunk sizes, with back-face culling; and both against the
-    pair-by-pair forward and the autograd reference. A pair left out or kept twice, a wrong corner b
-    or a wrong slope shows as a gradient difference of the order of the gradient itself."""
-    from cortexkit.tools.avatar.raster import soft_silhouette
-
+def _two_sheet_scene(size: int = 32):
+    """Three images of two overlapping jittered quad sheets (the second wound the other way) and one
+    triangle wider than a chunk that runs past the crop, the third image partly off the crop:
+    pixels (3, 203, 2), faces (325, 3), a random binary target (3, size, size)."""
     gen = torch.Generator().manual_seed(5)
     g = torch.stack(torch.meshgrid(torch.arange(10.0), torch.arange(10.0), indexing="xy"), -1).reshape(-1, 2)
     v = g * 2.1 + 5.0 + 0.5 * torch.rand(g.shape, generator=gen)
@@ -248,7 +242,49 @@ def test_soft_silhouette_deferred_selection_equals_section15_selection():
     pixels = torch.cat([v, v * 0.9 + 1.3, big], 0)[None].repeat(3, 1, 1)
     pixels[1] = pixels[1] * 0.7 + 3.0
     pixels[2] = pixels[2] + 8.0                                            # partly off the crop
-    target = (torch.rand(3, 32, 32, generator=gen) > 0.5).float()
+    target = (torch.rand(3, size, size, generator=gen) > 0.5).float()
+    return pixels, faces, target
+
+
+def test_soft_silhouette_lean_chunk_loop_equals_the_deferred_one_bit_for_bit():
+    """The lean chunk loop (the track's rasteriser, RESULTS section 21: call-wide buffers, one
+    selection per call, fewer passes) against the deferred chunk loop before it (lean=False): the
+    same α and the same gradient bit for bit, in float32 and float64, at chunk sizes that cut the
+    window classes (40, 700) and that do not (32768), with and without back-face culling, at a crop
+    whose window keys sort as int16 (32 px) and one as int32 (200 px), and with every face off the
+    crop (no pairs). A pair summed in another order, left out or kept twice, a wrong face, corner
+    or edge, or a sigmoid over other vector lanes changes bits of α or of the gradient."""
+    from cortexkit.tools.avatar.raster import soft_silhouette
+
+    for size in (32, 200):
+        pixels, faces, target = _two_sheet_scene(size)
+        for dtype in (torch.float32, torch.float64):
+            for shift in (0.0, -500.0):                                    # -500: nothing on the crop
+                def render(**kw):
+                    x = (pixels + shift).to(dtype).clone().requires_grad_(True)
+                    alpha = soft_silhouette(x, faces, size, 0.1, deferred=True, **kw)
+                    (alpha - target.to(dtype)).pow(2).mean().backward()
+                    return alpha.detach(), x.grad
+
+                for chunk in (40, 700, 32768):
+                    for front in (0, 1, -1):
+                        a_ref, g_ref = render(chunk=chunk, front=front, lean=False)
+                        a_new, g_new = render(chunk=chunk, front=front)
+                        assert torch.equal(a_new, a_ref) and torch.equal(g_new, g_ref)
+                        assert (float(a_ref.max()) > 0.9 and float(g_ref.abs().max()) > 0) == (shift == 0)
+
+
+def test_soft_silhouette_deferred_selection_equals_section15_selection():
+    """The deferred selection of the backward's pairs (an option: picked once the coverage is complete,
+    written in place; RESULTS section 17) against section 15's, the default (eager: picked per chunk,
+    concatenated, picked again): the same α bit for bit and the same gradient to float rounding (1e-6 of its
+    largest component; the two differ only where a vectorised sigmoid meets a different tail), in
+    float32 and float64, at several chunk sizes, with back-face culling; and both against the
+    pair-by-pair forward and the autograd reference. A pair left out or kept twice, a wrong corner b
+    or a wrong slope shows as a gradient difference of the order of the gradient itself."""
+    from cortexkit.tools.avatar.raster import soft_silhouette
+
+    pixels, faces, target = _two_sheet_scene()
 
     def render(dtype, **kw):
         x = pixels.to(dtype).clone().requires_grad_(True)

@@ -17,6 +17,7 @@ PyTorch3D, every face within the radius enters the product, not only the nearest
 from __future__ import annotations
 
 import math
+import threading
 
 import torch
 
@@ -101,9 +102,14 @@ class _SoftSilhouetteWindows(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, tri, lo, extent, image, size: int, n_pixels: int, sigma: float, radius: float,
-                chunk: int, deferred: bool = False):
+                chunk: int, deferred: bool = False, lean: bool = False):
         # tri (N F, 3, 2); lo, extent (N F, 2) int64 first pixel and window size (0: no pairs);
-        # image (N F,) int64 the image of each face row
+        # image (N F,) int64 the image of each face row (lean: the number of images N, an int)
+        if lean:
+            saved, acc = _forward_lean(tri, lo, extent, image, size, n_pixels, sigma, radius, chunk)
+            ctx.save_for_backward(*saved, acc)
+            ctx.n_rows, ctx.deferred = tri.shape[0], True
+            return 1 - acc.exp()
         x, y = tri[..., 0], tri[..., 1]
         ex, ey = torch.cat([x[:, 1:], x[:, :1]], 1) - x, torch.cat([y[:, 1:], y[:, :1]], 1) - y   # edges a -> b
         den = (ex * ex).add_(ey * ey).clamp_(min=1e-12)
@@ -120,6 +126,7 @@ class _SoftSilhouetteWindows(torch.autograd.Function):
         acc = torch.zeros(n_pixels, dtype=tri.dtype)
         saved = [[] for _ in range(7)]                       # u, rx, ry, slope, corners a and b's rows, pixel
         r2 = radius * radius
+        floor = math.log(1e-4)
         start = 0
         kept = []                                            # deferred: each chunk's arrays
         for k, m in zip(classes.tolist(), per_class.tolist()):
@@ -154,7 +161,6 @@ class _SoftSilhouetteWindows(torch.autograd.Function):
                 near = (signed <= r2).reshape(-1).nonzero().squeeze(1)   # within the blur radius
                 _select(saved, near, u, dx, dy, signed, inside, edge, pixel, corner[s:e], sigma)
             start += m
-        floor = math.log(1e-4)
         if deferred:
             # the pairs whose gradient counts: within the radius, on a pixel not saturated; the same
             # pairs in the same order as the eager selection, written straight into the saved arrays
@@ -193,7 +199,7 @@ class _SoftSilhouetteWindows(torch.autograd.Function):
             grad = torch.zeros(ctx.n_rows * 3, 2, dtype=rx.dtype)
             grad.index_add_(0, first, torch.stack([gx * (1 - u), gy * (1 - u)], 1))
             grad.index_add_(0, second, torch.stack([gx * u, gy * u], 1))
-            return grad.reshape(ctx.n_rows, 3, 2), None, None, None, None, None, None, None, None, None
+            return grad.reshape(ctx.n_rows, 3, 2), None, None, None, None, None, None, None, None, None, None
         # x and y apart (no (P, 2) stacks): the same sums in the same order as one (rows, 2) index_add
         v = 1 - u
         grad_x = torch.zeros(ctx.n_rows * 3, dtype=rx.dtype).index_add_(0, first, gx * v)
@@ -201,7 +207,7 @@ class _SoftSilhouetteWindows(torch.autograd.Function):
         grad_x.index_add_(0, second, gx * u)
         grad_y.index_add_(0, second, gy * u)
         return (torch.stack([grad_x, grad_y], 1).reshape(ctx.n_rows, 3, 2), None, None, None, None, None, None,
-                None, None, None)
+                None, None, None, None)
 
 
 _GRIDS: dict = {}
@@ -249,6 +255,127 @@ def _select_into(dst, at_pairs, u, dx, dy, signed, inside, edge, pixel, corner, 
     torch.add(dst[4], torch.where(edge_at == 2, -2, 1), out=dst[6])   # corner b: the edge's next corner
 
 
+_BUFFERS = threading.local()
+
+
+def _buffers(n_pairs: int, dtype):
+    """The lean forward's call-wide per-pair buffers (u, dx, dy (3 P,) each, −signed, inside, edge,
+    pixel (P,)), kept per thread and dtype and grown by a quarter when too small: fresh ~50 MB
+    arrays every call (a track call has ~1 M pairs) cost their page faults each time (RESULTS
+    section 21). Nothing saved for the backward is a view of them."""
+    have = getattr(_BUFFERS, str(dtype), None)
+    if have is None or have[0] < n_pairs:
+        cap = int(n_pairs * 1.25) + 1024
+        have = (cap,) + tuple(torch.empty(3 * cap, dtype=dtype) for _ in range(3)) + (
+            torch.empty(cap, dtype=dtype), torch.empty(cap, dtype=torch.bool), torch.empty(cap, dtype=torch.uint8),
+            torch.empty(cap, dtype=torch.int64))
+        setattr(_BUFFERS, str(dtype), have)
+    _, u, dx, dy, nsigned, inside, edge, pixel = have
+    return (u[:3 * n_pairs], dx[:3 * n_pairs], dy[:3 * n_pairs], nsigned[:n_pairs], inside[:n_pairs], edge[:n_pairs],
+            pixel[:n_pairs])
+
+
+def _forward_lean(tri, lo, extent, n_images: int, size: int, n_pixels: int, sigma: float, radius: float,
+                  chunk: int):
+    """``lean`` (the track's rasteriser since RESULTS section 21): :class:`_SoftSilhouetteWindows`'
+    chunk loop and deferred selection with the same values bit for bit in fewer, larger passes.
+    The chunks (the same faces, sizes and order as the loop there) write their per-pair arrays
+    into call-wide buffers (u, dx, dy (3, P); −signed, inside, nearest edge, pixel (P,)) instead of
+    one array each, so the pairs the backward keeps are picked and gathered once for the whole call
+    instead of once per chunk (about 80 chunks a track call); ``acc`` gets the same sums in the same
+    order (the same index_add per chunk). Also: inside by min / max of the three edge functions (the
+    same booleans, NaN included), the nearest edge as uint8, −signed instead of signed (negation
+    is exact; softplus takes −signed / σ as before), log(1 − prob)'s sign folded into the index_add
+    (alpha −1), and the sigmoid of each chunk's picked pairs over a slice of the same length as the
+    chunk's own array there (its vector lanes, and so its rounding, are those of the loop's); in
+    the setup, the window-size keys sorted as int16 (empty windows keyed 0 and cut off) and the
+    face table built transposed. tri (N F, 3, 2), lo, extent (N F, 2) as the class's forward.
+    Returns the seven saved arrays (u, rx, ry, slope, corner a's row, pixel, corner b's row) and
+    acc (N size², the summed log(1 − prob))."""
+    dtype = tri.dtype
+    n_faces = tri.shape[0] // n_images
+    x, y = tri[..., 0], tri[..., 1]
+    ex, ey = torch.cat([x[:, 1:], x[:, :1]], 1) - x, torch.cat([y[:, 1:], y[:, :1]], 1) - y   # edges a -> b
+    den = (ex * ex).add_(ey * ey).clamp_(min=1e-12)
+    # one class per window size; the empty windows keyed 0 so they sort first and are cut off (a
+    # stable sort: the others keep the order the loop's sort gives them); int16 keys sort faster
+    key = extent[:, 0] * (size + 1) + extent[:, 1]
+    key.masked_fill_(extent[:, 0] * extent[:, 1] == 0, 0)
+    keys, order = torch.sort(key.to(torch.int16 if size * (size + 2) < 32767 else torch.int32), stable=True)
+    empty = int((keys == 0).sum())
+    order, keys = order[empty:], keys[empty:]
+    classes, per_class = torch.unique_consecutive(keys, return_counts=True)
+    classes, per_class = classes.tolist(), per_class.tolist()
+    # per face, in class order: corners, edges, squared lengths (15, F'), contiguous rows
+    table = torch.cat([x.t(), y.t(), ex.t(), ey.t(), den.t()], 0).index_select(1, order)
+    first_px = (lo[:, 1] * size + lo[:, 0]).view(n_images, n_faces)
+    first_px += (torch.arange(n_images) * (size * size))[:, None]
+    base = first_px.view(-1).index_select(0, order)
+    lox = lo[:, 0].index_select(0, order).to(dtype)
+    loy = lo[:, 1].index_select(0, order).to(dtype)
+    corner = order * 3                                       # row of each face's first corner
+    acc = torch.zeros(n_pixels, dtype=dtype)
+    r2, floor = radius * radius, math.log(1e-4)
+    chunks = []                                              # (first face, last face + 1, w, h, first pair, faces)
+    start = n_pairs = 0
+    for k, m in zip(classes, per_class):
+        w, h = divmod(k, size + 1)
+        step = max(1, chunk // (w * h))
+        for s in range(start, start + m, step):
+            e = min(s + step, start + m)
+            chunks.append((s, e, w, h, n_pairs, e - s))
+            n_pairs += w * h * (e - s)
+        start += m
+    u_all, dx_all, dy_all, nsigned_all, inside_all, edge_all, pixel_all = _buffers(n_pairs, dtype)
+    for s, e, w, h, a, _ in chunks:
+        offx, offy, offset = _window_grid(w, h, size, dtype)   # (h w, 1) each
+        n, f = w * h * (e - s), e - s
+        shape3 = (3, w * h, f)
+        t = table[:, None, s:e]
+        ax, ay, exx, eyy, dn = t[0:3], t[3:6], t[6:9], t[9:12], t[12:15]
+        wx = (lox[None, s:e] + offx) - ax                    # p - a: (3, h w, faces); p exact (integer + 0.5)
+        wy = (loy[None, s:e] + offy) - ay
+        cross = exx * wy
+        cross.sub_(eyy * wx)                                 # edge functions
+        c0, c1, c2 = cross
+        inside = inside_all[a:a + n].view(w * h, f)
+        torch.ge(torch.minimum(torch.minimum(c0, c1), c2), 0, out=inside)   # all >= 0 ...
+        inside |= torch.maximum(torch.maximum(c0, c1), c2) <= 0             # ... or all <= 0
+        u = torch.mul(wx, exx, out=u_all[3 * a:3 * (a + n)].view(shape3))
+        u.add_(wy * eyy).div_(dn).clamp_(0, 1)
+        dx = torch.sub(wx, u * exx, out=dx_all[3 * a:3 * (a + n)].view(shape3))   # p - a - u e
+        dy = torch.sub(wy, u * eyy, out=dy_all[3 * a:3 * (a + n)].view(shape3))
+        dd = (dx * dx).add_(dy * dy)
+        d01 = torch.minimum(dd[0], dd[1])                    # the nearest edge, first on ties (as min)
+        edge = edge_all[a:a + n].view(w * h, f)
+        torch.lt(dd[1], dd[0], out=edge.view(torch.bool))
+        d2 = torch.minimum(d01, dd[2])
+        edge.masked_fill_(dd[2] < d01, 2)
+        nsigned = torch.where(inside, d2, -d2, out=nsigned_all[a:a + n].view(w * h, f))   # −signed
+        pixel = torch.add(base[None, s:e], offset, out=pixel_all[a:a + n].view(w * h, f)).view(-1)
+        acc.index_add_(0, pixel, torch.nn.functional.softplus(nsigned / sigma).view(-1), alpha=-1)
+    # the pairs whose gradient counts: within the radius, on a pixel not saturated, in pair order
+    live = nsigned_all >= -r2                                # signed <= r2
+    live &= (acc >= floor).index_select(0, pixel_all)
+    pick = live.nonzero().squeeze(1)
+    edge_at = edge_all.index_select(0, pick).long()
+    q = nsigned_all.index_select(0, pick).div_(sigma)       # −signed / σ
+    face, at = torch.empty_like(pick), torch.empty_like(pick)
+    bounds = torch.searchsorted(pick, torch.tensor([c[4] for c in chunks] + [n_pairs])).tolist()
+    for (s, e, w, h, a, f), lo_, hi_ in zip(chunks, bounds[:-1], bounds[1:]):
+        if hi_ > lo_:   # per chunk, as the loop's per-chunk arrays
+            torch.sigmoid(q[lo_:hi_], out=q[lo_:hi_])
+            # the pair's face: pairs are (h w, faces) within a chunk
+            torch.sub(pick[lo_:hi_], a, out=face[lo_:hi_]).remainder_(f).add_(s)
+            # (edge, pair) in the chunk's (3, h w, faces) block of the buffers, which starts at 3 a
+            torch.add(pick[lo_:hi_], edge_at[lo_:hi_], alpha=w * h * f, out=at[lo_:hi_]).add_(2 * a)
+    u, rx, ry = (q_.index_select(0, at) for q_ in (u_all, dx_all, dy_all))
+    slope = torch.where(inside_all.index_select(0, pick), -1.0, 1.0).to(dtype).mul_(q).div_(sigma)
+    corner_a = corner.index_select(0, face).add_(edge_at)   # corner a's row: face × 3 + edge
+    corner_b = torch.tensor([1, 1, -2]).index_select(0, edge_at).add_(corner_a)   # the edge's next corner
+    return [u, rx, ry, slope, corner_a, pixel_all.index_select(0, pick), corner_b], acc
+
+
 def winding(vertices: torch.Tensor, faces: torch.Tensor) -> int:
     """+1 if the mesh's faces wind counter-clockwise seen from outside (positive signed volume),
     else −1: (V, 3), (F, 3). Fixes which sign of a projected triangle's area is a front face."""
@@ -267,7 +394,7 @@ def front_facing(tri: torch.Tensor, sign: int) -> torch.Tensor:
 
 def soft_silhouette(pixels: torch.Tensor, faces: torch.Tensor, size: int, sigma: float = 0.5,
                     grad_all: bool = False, front: int = 0, windows: bool = True,
-                    chunk: int = 32768, deferred: bool = False) -> torch.Tensor:
+                    chunk: int = 32768, deferred: bool = False, lean: bool = True) -> torch.Tensor:
     """pixels (N, V, 2) vertex positions in crop pixels (x right, y down; pixel centres at
     integer + 0.5), faces (F, 3) -> (N, size, size) soft coverage in [0, 1].
 
@@ -288,7 +415,11 @@ def soft_silhouette(pixels: torch.Tensor, faces: torch.Tensor, size: int, sigma:
     one selection, written in place); False (default): those within the radius picked as each chunk
     is computed, concatenated, then the unsaturated ones picked again (RESULTS section 15). The same
     pairs in the same order: the same α bit for bit, the gradient to float rounding (RESULTS
-    section 17: `track --masks` 0.87 x the CPU, masked shape 1.00-1.01 x, so not adopted)."""
+    section 17: `track --masks` 0.87 x the CPU, masked shape 1.00-1.01 x, so not adopted; section
+    18: the track's default).
+    ``lean`` (deferred only; default True): the deferred chunk loop as :func:`_forward_lean` does it,
+    the same α and gradient bit for bit in fewer passes (RESULTS section 21); False: the chunk loop
+    of sections 17-18 (the reference the benchmarks compare against)."""
     if grad_all:
         if front:
             raise ValueError("grad_all renders every face; back-face culling needs the written backward")
@@ -309,9 +440,9 @@ def soft_silhouette(pixels: torch.Tensor, faces: torch.Tensor, size: int, sigma:
             extent = (hi - lo + 1).clamp(min=0)                 # (N F, 2) window size
             if front:
                 extent = extent * front_facing(flat, front).long()[:, None]
-            image = torch.arange(n).repeat_interleave(n_faces)
+            image = n if deferred and lean else torch.arange(n).repeat_interleave(n_faces)
         alpha = _SoftSilhouetteWindows.apply(tri, lo, extent, image, size, n * size * size, sigma, radius, chunk,
-                                             deferred)
+                                             deferred, deferred and lean)
         return alpha.reshape(n, size, size)
     with torch.no_grad():
         tri4 = tri.detach().reshape(n, n_faces, 3, 2)
