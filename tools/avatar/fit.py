@@ -12,7 +12,10 @@ Objective per frame (BigMaQ ``BaseOpt`` / ``losses.py``), in crop pixels:
   frame and free of units and subject size);
 * offsets: uniform Laplacian Σ_v ‖Δ_v − mean_{u∼v} Δ_u‖² and edge term Σ_(u,v) ‖Δ_u − Δ_v‖²
   (in body lengths);
-* temporal: mean ‖ω‖² of every joint's angular velocity (× ``extremity_factor`` on hands/feet),
+* temporal: mean ‖ω‖² of every joint's angular velocity (× ``extremity_factor`` on the joints
+  ``template.extremity`` marks: each limb's last free joint by default; for the joints
+  ``template.extremity_twist`` marks, the mid-limb wrists and ankles, ‖ω‖² + (``extremity_twist_factor``
+  − 1)(ω · R a)², the twist about the bone a to the child charged, the swing not; RESULTS section 21),
   of the global rotation, and Σ ‖Δt‖² (body lengths); with ``temporal_order`` 2 (the default)
   the same of their frame-to-frame changes (acceleration), so steady motion costs nothing.
 

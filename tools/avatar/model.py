@@ -28,6 +28,9 @@ EXTREMITY = re.compile(r"hand|foot|paw|finger|toe|wrist|ankle", re.IGNORECASE)
 # the same names without the two that name a limb's middle joint on some rigs (a frog's ankle turns its tarsus)
 EXTREMITY_DISTAL = re.compile(r"hand|foot|paw|finger|toe", re.IGNORECASE)
 EXTREMITY_RULES = ("names", "names-distal", "limb-ends", "limb-ends+twist")
+# the default since 2026-12-07 (RESULTS section 21; "names" before): x100 on each limb's last free joint,
+# x100 on the twist only of the mid-limb joints names marks (a frog's ankle)
+EXTREMITY_DEFAULT = "limb-ends+twist"
 
 
 def extremity_joints(rule: str, joint_names: list[str], parents: list[int], free: np.ndarray,
@@ -546,7 +549,7 @@ def template_from_mesh(vertices: np.ndarray, faces: np.ndarray, weights: np.ndar
                        unit_mm: float, keypoints: dict | None = None, limits: dict | None = None,
                        mirror_axis: int = 0, exclude_offsets: str | None = None,
                        weld: bool = True, symmetry: dict | None = None,
-                       extremities: str = "names") -> Template:
+                       extremities: str = EXTREMITY_DEFAULT) -> Template:
     """Build a :class:`Template` (mm) from skinned-mesh arrays in the file's units.
 
     ``keypoints``: a keypoint map (:func:`parse_keypoint_map`); by default every joint that
@@ -556,8 +559,9 @@ def template_from_mesh(vertices: np.ndarray, faces: np.ndarray, weights: np.ndar
     get no offset (BigMaQ excludes the hands).
     ``symmetry``: a symmetry file (:func:`parse_symmetry`): mirror axis, vertex pairs sharing an
     offset, excluded vertices, bone pairs sharing a scale, extra bone groups.
-    ``extremities``: which joints the track's temporal term weights by ``extremity_factor``
-    (:func:`extremity_joints`' rule).
+    ``extremities``: which joints the track's temporal term weights by ``extremity_factor``, and
+    whose twist alone by ``extremity_twist_factor`` (:func:`extremity_marks`' rule; default
+    ``limb-ends+twist``, RESULTS section 21; ``names`` is the rule before 2026-12-07).
     Vertices at one position are welded for the fit; the input's vertex and face order is kept
     in ``source_index`` / ``source_faces``."""
     vertices = np.asarray(vertices, np.float64) * unit_mm
