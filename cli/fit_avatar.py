@@ -264,7 +264,7 @@ def _resolve_shape(ctx) -> dict[str, str]:
                    "template.extremity_twist). limb-ends+twist: each limb's last free joint, and the twist alone "
                    "(about the bone to its child, which a keypoint on that bone cannot see) of the mid-limb joints "
                    "named wrist or ankle: track 0.92 x names over 8 cases, joint angles within 1 deg (RESULTS "
-                   "section 21); names: joints named hand/foot/paw/finger/toe/wrist/ankle (before 2026-12-07); "
+                   "section 22); names: joints named hand/foot/paw/finger/toe/wrist/ankle (before 2026-12-07); "
                    "limb-ends: the last free joints alone; names-distal: names without wrist and ankle.")
 @click.option("--masks-in", type=click.Choice([MASKS_IN_DEFAULT, "mesh"]), default=MASKS_IN_DEFAULT, show_default=True,
               help="Stages whose fit the silhouettes enter. bones,mesh: the bones stage too (masks move the bone "

@@ -212,7 +212,7 @@ def main():
 
                 tpl_run = replace(tpl, extremity=torch.as_tensor(extremity_joints(
                     "limb-ends", tpl.joint_names, tpl.parents, tpl.free.numpy(), tpl.joints.numpy(),
-                    tpl.meta.get("mirror_axis", 0)), dtype=torch.bool), extremity_twist=None)   # section 21: no twist marks
+                    tpl.meta.get("mirror_axis", 0)), dtype=torch.bool), extremity_twist=None)   # section 22: no twist marks
             row[name] = tracked(tpl_run, shape, obs, truth, cams, FitConfig(**{**base, **extra}), tri_e)
             print(f"# {n_cams} cams {name}: mpjpe {row[name]['mpjpe_mm']} vs ours {row[name]['mpjpe_vs_ours']} "
                   f"angle {row[name]['joint_angle_error_deg']}", file=sys.stderr, flush=True)

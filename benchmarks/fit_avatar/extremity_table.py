@@ -42,7 +42,7 @@ def main(path: str) -> None:
                 rel = "" if base is None else f"{r['mpjpe_mm'] / base['mpjpe_mm']:.3f}"
                 print(f"| {cams} | {name[7:]} | {key[len('track_extremities_'):]} | {marked} | {r['mpjpe_mm']:.3f} ({vs}) | "
                       f"{rel} | {r['joint_angle_error_deg']:.2f} | {r['vertex_error_mm']:.2f} |")
-    # section 21: swing / twist (deg) of the joints limb-ends+twist marks for their twist, per rule
+    # section 22: swing / twist (deg) of the joints limb-ends+twist marks for their twist, per rule
     split = []
     for cams, row in data["rigs"].items():
         for name, a in row.items():

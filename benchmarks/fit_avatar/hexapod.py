@@ -309,9 +309,9 @@ def main():
                 from dataclasses import replace
 
                 from cortexkit.tools.avatar.model import extremity_marks
-                from diag_frog import swing_twist_deg   # per observable joint [swing, twist] deg (section 21)
+                from diag_frog import swing_twist_deg   # per observable joint [swing, twist] deg (section 22)
 
-                # RULE or RULE:F (section 21: limb-ends+twist:10 = twist factor 10 instead of 100)
+                # RULE or RULE:F (section 22: limb-ends+twist:10 = twist factor 10 instead of 100)
                 base_rule, _, twist_factor = rule.partition(":")
                 marks, twist = extremity_marks(base_rule, tpl.joint_names, tpl.parents, tpl.free.numpy(),
                                                tpl.joints.numpy(), tpl.frames.numpy(), tpl.meta.get("mirror_axis", 0))

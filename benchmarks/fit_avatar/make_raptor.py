@@ -1,5 +1,5 @@
 """A procedurally built rigged glTF of a walking theropod (a raptor-like biped): fit-avatar's ninth template,
-held out (never used for choosing a default; see RESULTS.md section 21).
+held out (never used for choosing a default; see RESULTS.md section 22).
 
 Body plan (not the Fox's rig nor any earlier plan's): a horizontal trunk balanced over the hips by a long
 stiff tail of four bones; an S-shaped neck of two bones and a long head; small forelimbs held folded (shoulder,

@@ -1,4 +1,4 @@
-"""RESULTS section 21's rule: limb-ends for the temporal x100, plus the x100 (or x10) on the TWIST component only
+"""RESULTS section 22's rule: limb-ends for the temporal x100, plus the x100 (or x10) on the TWIST component only
 of the joints it drops (the mid-limb wrists and ankles). Reads the four choosing YAMLs (hexapod.py ...
 --extremities names,limb-ends,limb-ends+twist,limb-ends+twist:10 > study_twist_PLAN.yaml), prints the tables,
 the swing/twist split of the twist-marked joints and the verdict.

@@ -172,7 +172,7 @@ def test_keypoint_offsets_auto_follows_the_keypoint_map(cli, tmp_path):
 
 
 def test_shape_stores_the_temporal_terms_extremity_and_twist_marks(sh, tmp_path):
-    """shape --extremities (RESULTS section 21), through the installed command on the frog (built by
+    """shape --extremities (RESULTS section 22), through the installed command on the frog (built by
     the shared builder): the default limb-ends+twist stores x100 on the hands and feet
     (template.extremity) and the unit bone axes of the wrists and ankles (template.extremity_twist,
     the bone to the hand / foot in the joint's rest frame), records the rule in the avatar's config,

@@ -210,7 +210,7 @@ def test_extremity_rules_on_a_small_tree_and_the_hexapod(mesh):
     with pytest.raises(ValueError, match="unknown extremity rule"):
         extremity_joints("paws", names, parents, free, joints, 0)
     # the hexapod: names marks only its leaf feet (not free), limb-ends the six tibiae; the default
-    # (limb-ends+twist, RESULTS section 21) the tibiae, no twist (its feet are leaves)
+    # (limb-ends+twist, RESULTS section 22) the tibiae, no twist (its feet are leaves)
     names_rule, ends, default = build(mesh, extremities="names"), build(mesh, extremities="limb-ends"), build(mesh)
     free_marked = lambda t: {n for n, m, f in zip(t.joint_names, t.extremity.tolist(), t.free.tolist()) if m and f}  # noqa: E731
     assert free_marked(names_rule) == set()
@@ -219,7 +219,7 @@ def test_extremity_rules_on_a_small_tree_and_the_hexapod(mesh):
 
 
 def test_twist_marks_on_a_small_tree_and_the_stored_avatar(mesh):
-    """model.extremity_marks('limb-ends+twist') (RESULTS section 21): limb-ends' marks keep the full
+    """model.extremity_marks('limb-ends+twist') (RESULTS section 22): limb-ends' marks keep the full
     factor; the joints names marks and limb-ends does not (the mid-limb wrist and ankle) get the unit
     bone to their child, in the joint's rest frame (a rotated frame rotates the axis back); a leaf has
     no bone; other rules have no twist marks. The axes travel through the avatar's tensors, and an

@@ -15,7 +15,7 @@ Objective per frame (BigMaQ ``BaseOpt`` / ``losses.py``), in crop pixels:
 * temporal: mean ‖ω‖² of every joint's angular velocity (× ``extremity_factor`` on the joints
   ``template.extremity`` marks: each limb's last free joint by default; for the joints
   ``template.extremity_twist`` marks, the mid-limb wrists and ankles, ‖ω‖² + (``extremity_twist_factor``
-  − 1)(ω · R a)², the twist about the bone a to the child charged, the swing not; RESULTS section 21),
+  − 1)(ω · R a)², the twist about the bone a to the child charged, the swing not; RESULTS section 22),
   of the global rotation, and Σ ‖Δt‖² (body lengths); with ``temporal_order`` 2 (the default)
   the same of their frame-to-frame changes (acceleration), so steady motion costs nothing.
 
@@ -70,7 +70,7 @@ class FitConfig:
     temporal_weight: float = 1.0
     extremity_factor: float = 100.0
     # the factor on the twist (about the bone to the child) of the joints the template's
-    # ``extremity_twist`` marks (``limb-ends+twist``: mid-limb wrists and ankles; RESULTS section 21)
+    # ``extremity_twist`` marks (``limb-ends+twist``: mid-limb wrists and ankles; RESULTS section 22)
     extremity_twist_factor: float = 100.0
     translation_weight: float = 10.0
     gate: float = 2.0               # crop pixels: silhouettes count once keypoints fit within this

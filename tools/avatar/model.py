@@ -28,7 +28,7 @@ EXTREMITY = re.compile(r"hand|foot|paw|finger|toe|wrist|ankle", re.IGNORECASE)
 # the same names without the two that name a limb's middle joint on some rigs (a frog's ankle turns its tarsus)
 EXTREMITY_DISTAL = re.compile(r"hand|foot|paw|finger|toe", re.IGNORECASE)
 EXTREMITY_RULES = ("names", "names-distal", "limb-ends", "limb-ends+twist")
-# the default since 2026-12-07 (RESULTS section 21; "names" before): x100 on each limb's last free joint,
+# the default since 2026-12-07 (RESULTS section 22; "names" before): x100 on each limb's last free joint,
 # x100 on the twist only of the mid-limb joints names marks (a frog's ankle)
 EXTREMITY_DEFAULT = "limb-ends+twist"
 
@@ -80,7 +80,7 @@ def extremity_twist_axes(rule: str, joint_names: list[str], parents: list[int], 
     the bone from the joint to its child) the track's temporal term weights by
     ``FitConfig.extremity_twist_factor``, the swing keeping weight 1.
 
-    ``limb-ends+twist`` (RESULTS section 21): the joints ``names`` marks that ``limb-ends`` does not
+    ``limb-ends+twist`` (RESULTS section 22): the joints ``names`` marks that ``limb-ends`` does not
     (the mid-limb wrists and ankles), which have a child joint: a keypoint at that child lies on the
     bone's axis and cannot see the twist. The axis is the rest bone to the child (the one free child
     if there is one, else the first child), in the joint's rest frame ``frames`` (J, 3, 3) (the frame
@@ -561,7 +561,7 @@ def template_from_mesh(vertices: np.ndarray, faces: np.ndarray, weights: np.ndar
     offset, excluded vertices, bone pairs sharing a scale, extra bone groups.
     ``extremities``: which joints the track's temporal term weights by ``extremity_factor``, and
     whose twist alone by ``extremity_twist_factor`` (:func:`extremity_marks`' rule; default
-    ``limb-ends+twist``, RESULTS section 21; ``names`` is the rule before 2026-12-07).
+    ``limb-ends+twist``, RESULTS section 22; ``names`` is the rule before 2026-12-07).
     Vertices at one position are welded for the fit; the input's vertex and face order is kept
     in ``source_index`` / ``source_faces``."""
     vertices = np.asarray(vertices, np.float64) * unit_mm
