@@ -201,6 +201,9 @@ def sigma_options(sigma) -> dict:
     return {"sigma": sigma, "sigma_bias": 0.0}
 
 
+# model.EXTREMITY_RULES / EXTREMITY_DEFAULT, repeated so --help imports no torch (a test checks they agree)
+EXTREMITY_RULES = ("names", "names-distal", "limb-ends", "limb-ends+twist")
+EXTREMITY_DEFAULT = "limb-ends+twist"
 MASKS_IN_DEFAULT = "bones,mesh"   # FitConfig.bones_silhouettes as it stands (masks_in_options: no change)
 
 
@@ -229,7 +232,7 @@ def _resolve_shape(ctx) -> dict[str, str]:
 
 
 @verb(group, "shape", output="artifact", torch_options=True,
-      advanced=FIT_ADVANCED + ("steps", "keypoint_offsets", "sigma", "masks_in"),
+      advanced=FIT_ADVANCED + ("steps", "keypoint_offsets", "sigma", "masks_in", "extremities"),
       resolve=_resolve_shape)
 @click.argument("template")
 @click.argument("inputs", nargs=-1)
@@ -256,6 +259,13 @@ def _resolve_shape(ctx) -> dict[str, str]:
                    "bones stage too; mesh-anneal: the mesh stage's blur falling geometrically from 0.1 to "
                    "it; FLOAT: one blur everywhere (0.1 before 2026-12-07); BONES,MESH or BONES..MESH: "
                    "the blurs a calibrated run stored, to repeat it.")
+@click.option("--extremities", type=click.Choice(EXTREMITY_RULES), default=EXTREMITY_DEFAULT, show_default=True,
+              help="Joints the track's temporal term weights x100 (stored in the avatar as template.extremity and "
+                   "template.extremity_twist). limb-ends+twist: each limb's last free joint, and the twist alone "
+                   "(about the bone to its child, which a keypoint on that bone cannot see) of the mid-limb joints "
+                   "named wrist or ankle: track 0.92 x names over 8 cases, joint angles within 1 deg (RESULTS "
+                   "section 22); names: joints named hand/foot/paw/finger/toe/wrist/ankle (before 2026-12-07); "
+                   "limb-ends: the last free joints alone; names-distal: names without wrist and ankle.")
 @click.option("--masks-in", type=click.Choice([MASKS_IN_DEFAULT, "mesh"]), default=MASKS_IN_DEFAULT, show_default=True,
               help="Stages whose fit the silhouettes enter. bones,mesh: the bones stage too (masks move the bone "
                    "scales and the global scale); mesh: the bones stage fits the keypoints only (bones and scale "
@@ -265,7 +275,7 @@ def _resolve_shape(ctx) -> dict[str, str]:
                    "bones,mesh's, so not the default (RESULTS section 19).")
 @_with(fit_opts)
 def shape(run, template, inputs, template_units, calibration, units, camera_names, n_keyframes, keyframes,
-          steps, images_dir, keypoint_offsets, sigma, masks_in, keypoints, symmetry, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
+          steps, images_dir, keypoint_offsets, sigma, extremities, masks_in, keypoints, symmetry, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
           temporal_weight, lr, temporal_order, outlier_px):
     """Subject avatar over keyframes: template + views -> avatar (scale, bone scales, offsets)."""
     from cortexkit.tools.avatar import api
@@ -273,7 +283,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
     from cortexkit.tools.avatar.io import AVATAR
 
     tpl, _, _, _ = read_template(template, template_units, keypoints, limits, exclude_offsets, symmetry,
-                                 run.read_artifact)
+                                 run.read_artifact, extremities)
     if keypoint_offsets == "auto":  # an avatar's keypoint map: known once it is read
         from cortexkit.tools.avatar.markers import auto_keypoint_offsets, template_vertex_sets
 

@@ -22,7 +22,9 @@ Diagnosis only: FitConfig fields are set per run, no default changes. YAML on st
     OMP_NUM_THREADS=1 python benchmarks/fit_avatar/diag_frog.py --cams 16,7 --runs fitted_default,fitted_limb_ends,true_shape_default,true_shape_limb_ends > benchmarks/fit_avatar/diag_frog_limb_ends.yaml
 
 (section 20: ``*_limb_ends`` track with model.extremity_joints' structural rule; every track also reports
-its per-joint error split into swing and twist about the bone to the joint's keypointed child.)
+its per-joint error split into swing and twist about the bone to the joint's keypointed child. Since section
+21 the ``*_default`` runs track with the new default marks, limb-ends+twist; the YAMLs written before it
+had ``names`` there.)
 """
 
 from __future__ import annotations
@@ -210,7 +212,7 @@ def main():
 
                 tpl_run = replace(tpl, extremity=torch.as_tensor(extremity_joints(
                     "limb-ends", tpl.joint_names, tpl.parents, tpl.free.numpy(), tpl.joints.numpy(),
-                    tpl.meta.get("mirror_axis", 0)), dtype=torch.bool))
+                    tpl.meta.get("mirror_axis", 0)), dtype=torch.bool), extremity_twist=None)   # section 22: no twist marks
             row[name] = tracked(tpl_run, shape, obs, truth, cams, FitConfig(**{**base, **extra}), tri_e)
             print(f"# {n_cams} cams {name}: mpjpe {row[name]['mpjpe_mm']} vs ours {row[name]['mpjpe_vs_ours']} "
                   f"angle {row[name]['joint_angle_error_deg']}", file=sys.stderr, flush=True)

@@ -36,6 +36,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 import yaml
 
@@ -186,7 +187,8 @@ def main():
     ap.add_argument("--keypoint-offsets", default="", help="keypoint-only avatars with these marker weights "
                     "(FitConfig.keypoint_offsets; W or W:mesh), comma-separated, instead of the default one")
     ap.add_argument("--extremities", default="", help="also track each avatar with the temporal term's extremities "
-                    "chosen by these rules (model.extremity_joints: names, names-distal, limb-ends), comma-separated, "
+                    "chosen by these rules (model.extremity_marks: names, names-distal, limb-ends, limb-ends+twist[:F] with "
+                    "twist factor F), comma-separated, "
                     "on the same avatar and views, each under track_extremities_RULE (RESULTS section 20)")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -332,13 +334,19 @@ def main():
             for rule in [x for x in args.extremities.split(",") if x]:
                 from dataclasses import replace
 
-                from cortexkit.tools.avatar.model import extremity_joints
+                from cortexkit.tools.avatar.model import extremity_marks
+                from diag_frog import swing_twist_deg   # per observable joint [swing, twist] deg (section 22)
 
-                marks = extremity_joints(rule, tpl.joint_names, tpl.parents, tpl.free.numpy(), tpl.joints.numpy(),
-                                         tpl.meta.get("mirror_axis", 0))
-                tpl_rule = replace(tpl, extremity=torch.as_tensor(marks, dtype=torch.bool))
+                # RULE or RULE:F (section 22: limb-ends+twist:10 = twist factor 10 instead of 100)
+                base_rule, _, twist_factor = rule.partition(":")
+                marks, twist = extremity_marks(base_rule, tpl.joint_names, tpl.parents, tpl.free.numpy(),
+                                               tpl.joints.numpy(), tpl.frames.numpy(), tpl.meta.get("mirror_axis", 0))
+                tpl_rule = replace(tpl, extremity=torch.as_tensor(marks, dtype=torch.bool),
+                                   extremity_twist=None if twist is None else torch.as_tensor(twist, dtype=torch.float32))
+                rule_config = track_config if not twist_factor else replace(
+                    track_config, extremity_twist_factor=float(twist_factor))
                 t1 = time.process_time()
-                pose = track_sequence(tpl_rule, shaped.shape, obs, track_config).pose
+                pose = track_sequence(tpl_rule, shaped.shape, obs, rule_config).pose
                 cpu = (time.process_time() - t1) / len(world)
                 mw = model_metrics(tpl_rule, shaped.shape, pose, truth, cams)
                 with torch.no_grad():
@@ -348,9 +356,12 @@ def main():
                 per_kp = (kps.double() - truth["keypoints"].double()).norm(dim=-1).mean(0)
                 row[f"avatar_{name}"][f"track_extremities_{rule}"] = {
                     "marked": [n for n, x, f in zip(tpl.joint_names, marks, tpl.free.tolist()) if x and f],
+                    **({} if twist is None else {"twist_marked": [
+                        n for n, a in zip(tpl.joint_names, np.abs(twist).sum(1)) if a > 0]}),
                     "mpjpe_mm": mw["mpjpe_mm"], "pa_mpjpe_mm": mw["pa_mpjpe_mm"],
                     "vertex_error_mm": mw["vertex_error_mm"], "joint_angle_error_deg": mw["joint_angle_error_deg"],
                     "keypoint_mpjpe_mm": {n: round(float(e), 4) for n, e in zip(tpl.keypoint_names, per_kp)},
+                    "swing_twist_deg": swing_twist_deg(tpl_rule, shaped.shape, pose, truth),
                     "cpu_s_per_frame": cpu, "peak_rss_mb_so_far": peak_mb(),
                     "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()]}
             if args.check_raster:

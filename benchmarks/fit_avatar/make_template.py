@@ -1,7 +1,7 @@
 """Procedurally built rigged glTF templates for fit-avatar's benchmarks: the shared builder.
 
 A body plan (``make_hexapod.py``, ``make_bird.py``, ``make_quadruped.py``,
-``make_primate.py``, ``make_lizard.py``, ``make_frog.py``, ``make_kangaroo.py``) gives a skeleton (names, parents, rest joint
+``make_primate.py``, ``make_lizard.py``, ``make_frog.py``, ``make_kangaroo.py``, ``make_raptor.py``) gives a skeleton (names, parents, rest joint
 positions in metres, x = left(+)/right(-), y up, z forward), a tube radius per bone, an animation
 clip and its keypoints; this module turns it into a mesh, skinning weights, a .glb, a keypoint map
 and a symmetry file:
@@ -20,6 +20,7 @@ and a symmetry file:
     python benchmarks/fit_avatar/make_template.py --plan lizard benchmarks/fit_avatar/_lizard/lizard.glb
     python benchmarks/fit_avatar/make_template.py --plan frog benchmarks/fit_avatar/_frog/frog.glb
     python benchmarks/fit_avatar/make_template.py --plan kangaroo benchmarks/fit_avatar/_kangaroo/kangaroo.glb
+    python benchmarks/fit_avatar/make_template.py --plan raptor benchmarks/fit_avatar/_raptor/raptor.glb
 
 writes TARGET and, beside it, <stem>_keypoints.yaml and <stem>_symmetry.yaml. Deterministic: same
 bytes on every run.
@@ -198,7 +199,7 @@ def load_template(template, keypoints=None, symmetry=None):
 def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--plan", choices=["hexapod", "bird", "quadruped", "primate", "lizard", "frog", "kangaroo"], required=True)
+    ap.add_argument("--plan", choices=["hexapod", "bird", "quadruped", "primate", "lizard", "frog", "kangaroo", "raptor"], required=True)
     ap.add_argument("target")
     args = ap.parse_args()
     if args.plan == "hexapod":
@@ -213,8 +214,10 @@ def main():
         from make_lizard import PLAN
     elif args.plan == "frog":
         from make_frog import PLAN
-    else:
+    elif args.plan == "kangaroo":
         from make_kangaroo import PLAN
+    else:
+        from make_raptor import PLAN
     write(PLAN, args.target)
 
 

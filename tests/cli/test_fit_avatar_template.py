@@ -171,6 +171,53 @@ def test_keypoint_offsets_auto_follows_the_keypoint_map(cli, tmp_path):
     assert yaml.safe_load(cli("fit-avatar", "shape", "--print-config").stdout)["keypoint-offsets"] == "auto"
 
 
+def test_shape_stores_the_temporal_terms_extremity_and_twist_marks(sh, tmp_path):
+    """shape --extremities (RESULTS section 22), through the installed command on the frog (built by
+    the shared builder): the default limb-ends+twist stores x100 on the hands and feet
+    (template.extremity) and the unit bone axes of the wrists and ankles (template.extremity_twist,
+    the bone to the hand / foot in the joint's rest frame), records the rule in the avatar's config,
+    and track runs from it; --extremities names stores the name rule's marks and no twist axes."""
+    import sys
+
+    import yaml
+
+    builder = Path(__file__).resolve().parents[2] / "benchmarks" / "fit_avatar" / "make_template.py"
+    glb, kp, sym = "frog/frog.glb", "frog/frog_keypoints.yaml", "frog/frog_symmetry.yaml"
+    script = f"""
+    set -e
+    {sys.executable} {builder} --plan frog {glb}
+    cortexkit fit-avatar synth {glb} --keypoints {kp} --symmetry {sym} {SMALL} --no-masks -o views.st
+    cortexkit fit-avatar shape {glb} views.st --keypoints {kp} --symmetry {sym} --n-keyframes 1 --steps 1,1,1,1 --threads 1 -o avatar.st
+    cortexkit fit-avatar shape {glb} views.st --keypoints {kp} --symmetry {sym} --n-keyframes 1 --steps 1,1,1,1 --threads 1 --extremities names -o names.st
+    cortexkit fit-avatar track avatar.st views.st --steps 2 --window 4 --overlap 1 --threads 1 --baseline none -o poses.st
+    cortexkit fit-avatar shape {glb} --print-config > config.yaml
+    """
+    proc = sh(script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    from cortexkit.formats.artifact import read_artifact
+    from cortexkit.formats.gltf import read_gltf
+
+    assert yaml.safe_load((tmp_path / "config.yaml").read_text())["extremities"] == "limb-ends+twist"
+    mesh = read_gltf(tmp_path / glb)
+    names = list(mesh.joint_names)
+    art = read_artifact(tmp_path / "avatar.st", framework="np")
+    assert art.config["extremities"] == "limb-ends+twist"
+    free = art.tensors["template.free"].astype(bool)
+    marked = {n for n, m, f in zip(names, art.tensors["template.extremity"], free) if m and f}
+    assert marked == {f"{j}_{s}" for j in ("hand", "foot") for s in "LR"}
+    axes = art.tensors["template.extremity_twist"]
+    assert {n for n, a in zip(names, np.abs(axes).sum(1)) if a > 0} == {f"{j}_{s}" for j in ("wrist", "ankle") for s in "LR"}
+    joints, frames = art.tensors["template.joints"], art.tensors["template.frames"]
+    for j, c in (("wrist_L", "hand_L"), ("ankle_R", "foot_R")):
+        bone = joints[names.index(c)] - joints[names.index(j)]
+        np.testing.assert_allclose(axes[names.index(j)], frames[names.index(j)].T @ (bone / np.linalg.norm(bone)), atol=1e-5)
+    old = read_artifact(tmp_path / "names.st", framework="np")
+    assert "template.extremity_twist" not in old.tensors and old.config["extremities"] == "names"
+    assert {n for n, m, f in zip(names, old.tensors["template.extremity"], free) if m and f} == \
+        {f"{j}_{s}" for j in ("hand", "foot", "wrist", "ankle") for s in "LR"}
+    assert read_artifact(tmp_path / "poses.st", framework="np").tensors["rotations"].shape[0] == 4
+
+
 def test_template_builder_keeps_the_hexapod_bytes_and_builds_the_bird(sh, cli, tmp_path):
     """The shared builder (benchmarks/fit_avatar/make_template.py) regenerates the stored hexapod
     byte for byte, and builds the held-out bird (a third body plan): 30 joints, a 'WalkFlap' clip,

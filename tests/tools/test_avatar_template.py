@@ -209,11 +209,104 @@ def test_extremity_rules_on_a_small_tree_and_the_hexapod(mesh):
                           extremity_joints("limb-ends", names, parents, free, joints, 0))
     with pytest.raises(ValueError, match="unknown extremity rule"):
         extremity_joints("paws", names, parents, free, joints, 0)
-    # the hexapod: names marks only its leaf feet (not free), limb-ends the six tibiae
-    default, ends = build(mesh), build(mesh, extremities="limb-ends")
+    # the hexapod: names marks only its leaf feet (not free), limb-ends the six tibiae; the default
+    # (limb-ends+twist, RESULTS section 22) the tibiae, no twist (its feet are leaves)
+    names_rule, ends, default = build(mesh, extremities="names"), build(mesh, extremities="limb-ends"), build(mesh)
     free_marked = lambda t: {n for n, m, f in zip(t.joint_names, t.extremity.tolist(), t.free.tolist()) if m and f}  # noqa: E731
-    assert free_marked(default) == set()
-    assert free_marked(ends) == {f"tibia{i}_{s}" for i in (1, 2, 3) for s in "LR"}
+    assert free_marked(names_rule) == set()
+    assert free_marked(ends) == free_marked(default) == {f"tibia{i}_{s}" for i in (1, 2, 3) for s in "LR"}
+    assert not default.extremity_twist.abs().sum() and names_rule.extremity_twist is None
+
+
+def test_twist_marks_on_a_small_tree_and_the_stored_avatar(mesh):
+    """model.extremity_marks('limb-ends+twist') (RESULTS section 22): limb-ends' marks keep the full
+    factor; the joints names marks and limb-ends does not (the mid-limb wrist and ankle) get the unit
+    bone to their child, in the joint's rest frame (a rotated frame rotates the axis back); a leaf has
+    no bone; other rules have no twist marks. The axes travel through the avatar's tensors, and an
+    avatar without them reads back as none."""
+    from cortexkit.tools.avatar.model import (extremity_marks, template_from_tensors, template_to_tensors)
+
+    names = ["root", "spine", "shoulder_L", "elbow_L", "wrist_L", "hand_L", "hip_L", "knee_L", "ankle_L",
+             "foot_L", "toe_L"]
+    parents = [-1, 0, 1, 2, 3, 4, 0, 6, 7, 8, 9]
+    joints = np.array([[0, 0, 0], [0, 1, 0], [1, 1, 0], [2, 1, 0], [3, 1, 0], [3, 2, 0], [1, 0, 0],
+                       [1, -1, 0], [1, -2, 0], [1, -2, 2], [1, -2, 3]], float)
+    free = np.array([n not in ("root", "toe_L") for n in names])
+    frames = np.tile(np.eye(3), (len(names), 1, 1))
+    quarter = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])   # 90 deg about z
+    frames[names.index("wrist_L")] = quarter
+    marks, axes = extremity_marks("limb-ends+twist", names, parents, free, joints, frames, 0)
+    assert [n for n, m in zip(names, marks) if m] == ["hand_L", "foot_L"]
+    assert [n for n, a in zip(names, axes) if np.abs(a).sum() > 0] == ["wrist_L", "ankle_L"]
+    # wrist -> hand is +y in the world; the wrist's frame turns x to y, so in its frame the bone is +x
+    np.testing.assert_allclose(axes[names.index("wrist_L")], [1.0, 0.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(axes[names.index("ankle_L")], [0.0, 0.0, 1.0], atol=1e-12)   # ankle -> foot: +z
+    for rule in ("names", "names-distal", "limb-ends"):
+        assert extremity_marks(rule, names, parents, free, joints, frames, 0)[1] is None
+    # through the avatar's tensors: stored when present, absent (None) otherwise
+    tpl = build(mesh)                                   # the default rule, limb-ends+twist
+    from cortexkit.cli.fit_avatar import EXTREMITY_DEFAULT, EXTREMITY_RULES   # the command's copy (no torch)
+    from cortexkit.tools.avatar import model
+
+    assert (EXTREMITY_RULES, EXTREMITY_DEFAULT) == (model.EXTREMITY_RULES, model.EXTREMITY_DEFAULT)
+    assert tpl.extremity_twist is not None and tpl.extremity_twist.shape == (len(tpl.joint_names), 3)
+    twist = tpl.extremity_twist.clone()
+    twist[tpl.joint_names.index("femur2_L")] = torch.tensor([0.0, 0.6, 0.8])
+    from dataclasses import replace
+
+    tensors, meta = template_to_tensors(replace(tpl, extremity_twist=twist))
+    assert torch.equal(template_from_tensors(tensors, meta).extremity_twist, twist)
+    tensors, meta = template_to_tensors(build(mesh, extremities="names"))
+    assert "template.extremity_twist" not in tensors
+    assert template_from_tensors(tensors, meta).extremity_twist is None
+
+
+def test_twist_factor_charges_a_pure_twist_about_the_bone_and_not_a_swing(mesh):
+    """The temporal term's twist marks in closed form: a joint accelerating (alpha per frame^2) about a
+    fixed axis has angular acceleration alpha along that axis. About its bone to the child (a pure
+    twist: the child joint does not move), the mark adds (factor - 1) alpha^2 / (free joints) to the
+    term; about an axis across the bone (a pure swing: the child moves) it adds nothing. Unmarked, or
+    with factor 1, the term is today's to the bit."""
+    from dataclasses import replace
+
+    from cortexkit.tools.avatar.fit import FitConfig, prior_terms
+    from cortexkit.tools.avatar.model import Pose, Shape, forward
+
+    tpl = build(mesh)
+    j, child = tpl.joint_names.index("femur2_L"), tpl.joint_names.index("tibia2_L")
+    bone = (tpl.joints[child] - tpl.joints[j]).double()
+    axis = tpl.frames[j].double().T @ (bone / bone.norm())            # the bone in the joint's rest frame
+    across = torch.linalg.cross(axis, torch.tensor([0.3, -0.2, 0.9], dtype=torch.float64))
+    across = across / across.norm()
+    twist = torch.zeros(len(tpl.joint_names), 3)
+    twist[j] = axis.float()
+    marked = replace(tpl, extremity_twist=twist)
+    shape = Shape.neutral(tpl, dtype=torch.float64)
+    T, alpha = 7, 0.04
+    n_free = float(tpl.free.sum())
+
+    def posed(about):
+        pose = Pose.zeros(T, tpl, dtype=torch.float64)
+        # from 0.2 rad, not 0: angular_velocity's axis is undefined at the zero rotation
+        pose.rotations[:, j] = (0.2 + 0.5 * alpha * torch.arange(T, dtype=torch.float64) ** 2)[:, None] * about
+        return pose
+
+    def temporal(template, pose, **kw):
+        return float(prior_terms(template, shape, pose, FitConfig(**kw), 300.0, 1.0, True)[3])
+
+    with torch.no_grad():
+        rest = forward(tpl, shape, Pose.zeros(T, tpl, dtype=torch.float64), with_vertices=False)[1][:, child]
+        assert torch.allclose(forward(tpl, shape, posed(axis), with_vertices=False)[1][:, child], rest, atol=1e-6)
+        assert (forward(tpl, shape, posed(across), with_vertices=False)[1][:, child] - rest).norm(dim=-1).max() > 1.0
+    for factor in (100.0, 10.0):
+        plain, with_twist = temporal(tpl, posed(axis)), temporal(marked, posed(axis), extremity_twist_factor=factor)
+        assert with_twist - plain == pytest.approx((factor - 1) * alpha ** 2 / n_free, rel=1e-6)
+        assert temporal(marked, posed(across), extremity_twist_factor=factor) == pytest.approx(
+            temporal(tpl, posed(across)), rel=1e-9, abs=1e-15)
+    assert temporal(marked, posed(axis), extremity_twist_factor=1.0) == temporal(tpl, posed(axis))
+    # order 1 (velocity): the same projection on the velocity
+    v1, v1t = temporal(tpl, posed(axis), temporal_order=1), temporal(marked, posed(axis), temporal_order=1)
+    assert v1t > 50 * v1 > 0
 
 
 def test_keypoint_markers_ride_rigidly_on_the_keypoints_bone(mesh):

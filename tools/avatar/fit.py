@@ -12,7 +12,10 @@ Objective per frame (BigMaQ ``BaseOpt`` / ``losses.py``), in crop pixels:
   frame and free of units and subject size);
 * offsets: uniform Laplacian Σ_v ‖Δ_v − mean_{u∼v} Δ_u‖² and edge term Σ_(u,v) ‖Δ_u − Δ_v‖²
   (in body lengths);
-* temporal: mean ‖ω‖² of every joint's angular velocity (× ``extremity_factor`` on hands/feet),
+* temporal: mean ‖ω‖² of every joint's angular velocity (× ``extremity_factor`` on the joints
+  ``template.extremity`` marks: each limb's last free joint by default; for the joints
+  ``template.extremity_twist`` marks, the mid-limb wrists and ankles, ‖ω‖² + (``extremity_twist_factor``
+  − 1)(ω · R a)², the twist about the bone a to the child charged, the swing not; RESULTS section 22),
   of the global rotation, and Σ ‖Δt‖² (body lengths); with ``temporal_order`` 2 (the default)
   the same of their frame-to-frame changes (acceleration), so steady motion costs nothing.
 
@@ -66,6 +69,9 @@ class FitConfig:
     edge_weight: float = 100.0
     temporal_weight: float = 1.0
     extremity_factor: float = 100.0
+    # the factor on the twist (about the bone to the child) of the joints the template's
+    # ``extremity_twist`` marks (``limb-ends+twist``: mid-limb wrists and ankles; RESULTS section 22)
+    extremity_twist_factor: float = 100.0
     translation_weight: float = 10.0
     gate: float = 2.0               # crop pixels: silhouettes count once keypoints fit within this
     crop: int = 64                  # crop size (pixels) of the keypoint scale and the silhouettes
@@ -377,7 +383,17 @@ def prior_terms(template: Template, shape: Shape, pose: Pose, config: FitConfig,
             # penalise changes of velocity (acceleration), not velocity: steady motion is free, so
             # the weight does not depend on how fast the subject moves
             omega, omega_g, dt = omega[1:] - omega[:-1], omega_g[1:] - omega_g[:-1], dt[1:] - dt[:-1]
-        omega = omega.pow(2).sum(-1)
+        twist = template.extremity_twist
+        if twist is not None and config.extremity_twist_factor != 1.0:
+            # the component along the joint's bone to its child, rotated with the joint (ω_s . R a:
+            # the twist rate about the bone), at the pose each difference starts from (order 2: the
+            # middle frame); its square gets the factor, the swing keeps weight 1
+            axis = (rodrigues(th * free) @ twist.to(th.dtype)[None, :, :, None])[..., 0]   # (B, J, 3)
+            axis = axis[1:-1] if config.temporal_order == 2 and th.shape[0] > 2 else axis[:-1]
+            along = (omega * axis).sum(-1).pow(2)                         # (B-2 or B-1, J)
+            omega = omega.pow(2).sum(-1) + (config.extremity_twist_factor - 1.0) * along
+        else:
+            omega = omega.pow(2).sum(-1)
         temp = (omega * w * template.free).sum(1).mean() / template.free.sum().clamp(min=1) + omega_g.pow(2).sum(-1).mean()
         temp = config.temporal_weight * temp + config.translation_weight * dt.pow(2).sum(-1).mean()
     return limit, bone, smooth, temp

@@ -135,8 +135,11 @@ def read_limits(path):
     return data
 
 
-def read_template(source: str, units: str, keypoints, limits, exclude, symmetry, read_artifact):
-    """A glTF skin or an avatar artifact -> (Template, Shape or None, clips, unit factor)."""
+def read_template(source: str, units: str, keypoints, limits, exclude, symmetry, read_artifact,
+                  extremities: str | None = None):
+    """A glTF skin or an avatar artifact -> (Template, Shape or None, clips, unit factor).
+    ``extremities``: the temporal term's extremity rule for a glTF (default: the model's); an
+    avatar keeps the marks it stores."""
     from cortexkit.formats.calibration import unit_factor
 
     if source.lower().endswith((".glb", ".gltf")):
@@ -149,7 +152,8 @@ def read_template(source: str, units: str, keypoints, limits, exclude, symmetry,
                                  mesh.rest_world, unit_mm=factor,
                                  keypoints=read_mapping(keypoints, "--keypoints"),
                                  limits=read_limits(limits), exclude_offsets=exclude,
-                                 symmetry=read_mapping(symmetry, "--symmetry"))
+                                 symmetry=read_mapping(symmetry, "--symmetry"),
+                                 **({} if extremities is None else {"extremities": extremities}))
         return tpl, None, mesh.animations, factor
     from cortexkit.tools.avatar.io import AVATAR, avatar_from_artifact
 

@@ -27,7 +27,10 @@ _SIDE = re.compile(r"(left|right|(?<![a-z])[lr](?![a-z]))", re.IGNORECASE)
 EXTREMITY = re.compile(r"hand|foot|paw|finger|toe|wrist|ankle", re.IGNORECASE)
 # the same names without the two that name a limb's middle joint on some rigs (a frog's ankle turns its tarsus)
 EXTREMITY_DISTAL = re.compile(r"hand|foot|paw|finger|toe", re.IGNORECASE)
-EXTREMITY_RULES = ("names", "names-distal", "limb-ends")
+EXTREMITY_RULES = ("names", "names-distal", "limb-ends", "limb-ends+twist")
+# the default since 2026-12-07 (RESULTS section 22; "names" before): x100 on each limb's last free joint,
+# x100 on the twist only of the mid-limb joints names marks (a frog's ankle)
+EXTREMITY_DEFAULT = "limb-ends+twist"
 
 
 def extremity_joints(rule: str, joint_names: list[str], parents: list[int], free: np.ndarray,
@@ -48,7 +51,7 @@ def extremity_joints(rule: str, joint_names: list[str], parents: list[int], free
         return np.array([bool(EXTREMITY.search(x)) for x in joint_names])
     if rule == "names-distal":
         return np.array([bool(EXTREMITY_DISTAL.search(x)) for x in joint_names])
-    if rule != "limb-ends":
+    if rule not in ("limb-ends", "limb-ends+twist"):   # the latter's full-factor marks (+ twist axes)
         raise ValueError(f"unknown extremity rule '{rule}' (rules: {', '.join(EXTREMITY_RULES)})")
     free = np.asarray(free, bool)
     joints = np.asarray(joints, np.float64)
@@ -69,6 +72,49 @@ def extremity_joints(rule: str, joint_names: list[str], parents: list[int], free
         if length >= 2:
             marked[end] = True
     return marked
+
+
+def extremity_twist_axes(rule: str, joint_names: list[str], parents: list[int], free: np.ndarray,
+                         joints: np.ndarray, frames: np.ndarray, mirror_axis: int = 0) -> np.ndarray | None:
+    """(J, 3) unit bone axes, or None: the joints whose angular acceleration's TWIST component (about
+    the bone from the joint to its child) the track's temporal term weights by
+    ``FitConfig.extremity_twist_factor``, the swing keeping weight 1.
+
+    ``limb-ends+twist`` (RESULTS section 22): the joints ``names`` marks that ``limb-ends`` does not
+    (the mid-limb wrists and ankles), which have a child joint: a keypoint at that child lies on the
+    bone's axis and cannot see the twist. The axis is the rest bone to the child (the one free child
+    if there is one, else the first child), in the joint's rest frame ``frames`` (J, 3, 3) (the frame
+    the pose's axis-angle acts in); rows of unmarked joints are zero. Other rules: None (no twist
+    marks; an avatar without them tracks as before)."""
+    if rule != "limb-ends+twist":
+        return None
+    names = extremity_joints("names", joint_names, parents, free, joints, mirror_axis)
+    ends = extremity_joints("limb-ends", joint_names, parents, free, joints, mirror_axis)
+    free = np.asarray(free, bool)
+    joints = np.asarray(joints, np.float64)
+    frames = np.asarray(frames, np.float64)
+    axes = np.zeros((len(joint_names), 3))
+    for j in np.nonzero(names & ~ends & free)[0]:
+        children = [c for c, p in enumerate(parents) if p == j]
+        free_children = [c for c in children if free[c]]
+        pick = free_children[0] if len(free_children) == 1 else (children[0] if children else None)
+        if pick is None:
+            continue
+        bone = joints[pick] - joints[j]
+        if np.linalg.norm(bone) <= 0:
+            continue
+        axes[j] = frames[j].T @ (bone / np.linalg.norm(bone))
+    return axes
+
+
+def extremity_marks(rule: str, joint_names: list[str], parents: list[int], free: np.ndarray,
+                    joints: np.ndarray, frames: np.ndarray, mirror_axis: int = 0):
+    """((J,) bool full-factor marks, (J, 3) twist axes or None) of a rule in :data:`EXTREMITY_RULES`
+    (``limb-ends+twist``: limb-ends' marks plus :func:`extremity_twist_axes`)."""
+    if rule == "limb-ends+twist":
+        marks = extremity_joints("limb-ends", joint_names, parents, free, joints, mirror_axis)
+        return marks, extremity_twist_axes(rule, joint_names, parents, free, joints, frames, mirror_axis)
+    return extremity_joints(rule, joint_names, parents, free, joints, mirror_axis), None
 
 
 @dataclass
@@ -103,6 +149,8 @@ class Template:
     meta: dict = field(default_factory=dict)
     source_index: torch.Tensor | None = None   # (V_src,) the welded vertex of each input vertex
     source_faces: torch.Tensor | None = None   # (F_src, 3) the input's faces, input vertex indices
+    # (J, 3) unit bone axes (joint rest frame) whose twist the temporal term weights; None = none
+    extremity_twist: torch.Tensor | None = None
 
     def to_source(self, values: torch.Tensor) -> torch.Tensor:
         """Per-vertex values (..., V, d) -> the same in the input mesh's vertex order (..., V_src, d)."""
@@ -501,7 +549,7 @@ def template_from_mesh(vertices: np.ndarray, faces: np.ndarray, weights: np.ndar
                        unit_mm: float, keypoints: dict | None = None, limits: dict | None = None,
                        mirror_axis: int = 0, exclude_offsets: str | None = None,
                        weld: bool = True, symmetry: dict | None = None,
-                       extremities: str = "names") -> Template:
+                       extremities: str = EXTREMITY_DEFAULT) -> Template:
     """Build a :class:`Template` (mm) from skinned-mesh arrays in the file's units.
 
     ``keypoints``: a keypoint map (:func:`parse_keypoint_map`); by default every joint that
@@ -511,8 +559,9 @@ def template_from_mesh(vertices: np.ndarray, faces: np.ndarray, weights: np.ndar
     get no offset (BigMaQ excludes the hands).
     ``symmetry``: a symmetry file (:func:`parse_symmetry`): mirror axis, vertex pairs sharing an
     offset, excluded vertices, bone pairs sharing a scale, extra bone groups.
-    ``extremities``: which joints the track's temporal term weights by ``extremity_factor``
-    (:func:`extremity_joints`' rule).
+    ``extremities``: which joints the track's temporal term weights by ``extremity_factor``, and
+    whose twist alone by ``extremity_twist_factor`` (:func:`extremity_marks`' rule; default
+    ``limb-ends+twist``, RESULTS section 22; ``names`` is the rule before 2026-12-07).
     Vertices at one position are welded for the fit; the input's vertex and face order is kept
     in ``source_index`` / ``source_faces``."""
     vertices = np.asarray(vertices, np.float64) * unit_mm
@@ -582,13 +631,14 @@ def template_from_mesh(vertices: np.ndarray, faces: np.ndarray, weights: np.ndar
     edges = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
     edges = np.unique(np.sort(edges, 1), axis=0)
     t = lambda a, d=torch.float32: torch.as_tensor(np.asarray(a), dtype=d)  # noqa: E731
+    marks, twist = extremity_marks(extremities, list(joint_names), parents, free, joints, frames, mirror_axis)
     return Template(
         vertices=t(vertices), faces=t(faces, torch.int64), weights=t(weights), parents=parents,
         joints=t(joints), frames=t(frames), joint_names=list(joint_names), free=t(free, torch.bool),
         limits=t(lim), bone_group=t(bone_group, torch.int64), group_names=group_names,
         offset_index=t(index, torch.int64), offset_mirror=t(mirror), keypoint_names=kp_names,
         keypoints_joint=t(kj), keypoints_vertex=t(kv),
-        extremity=t(extremity_joints(extremities, list(joint_names), parents, free, joints, mirror_axis), torch.bool),
+        extremity=t(marks, torch.bool), extremity_twist=None if twist is None else t(twist),
         edges=t(edges, torch.int64), n_offsets=int(count), meta={"mirror_axis": mirror_axis},
         source_index=t(welded_from, torch.int64), source_faces=t(source_faces, torch.int64))
 
@@ -609,6 +659,8 @@ def template_to_tensors(template: Template) -> tuple[dict, dict]:
     tensors["template.source_index"] = (torch.arange(len(template.vertices)) if template.source_index is None
                                         else template.source_index)
     tensors["template.source_faces"] = template.output_faces
+    if template.extremity_twist is not None:
+        tensors["template.extremity_twist"] = template.extremity_twist
     meta = {"joint_names": template.joint_names, "group_names": template.group_names,
             "keypoint_names": template.keypoint_names, "n_offsets": template.n_offsets,
             "template_meta": template.meta}
@@ -624,4 +676,5 @@ def template_from_tensors(tensors: dict, meta: dict) -> Template:
                     keypoint_names=list(meta["keypoint_names"]), n_offsets=int(meta["n_offsets"]),
                     meta=dict(meta.get("template_meta") or {}),
                     source_index=tensors.get("template.source_index"),
-                    source_faces=tensors.get("template.source_faces"), **get)
+                    source_faces=tensors.get("template.source_faces"),
+                    extremity_twist=tensors.get("template.extremity_twist"), **get)

@@ -88,6 +88,7 @@ AVATAR = Schema(
              Tensor("template.frames", "float", ("J", 3, 3), finite=True),
              Tensor("template.free", "integer", ("J",)),
              Tensor("template.extremity", "integer", ("J",)),
+             Tensor("template.extremity_twist", "float", ("J", 3), finite=True, optional=True),
              Tensor("template.limits", "float", ("J", 2, 3), no_nan=True),
              Tensor("template.bone_group", "int", ("J",), min=-1),
              Tensor("template.offset_index", "int", ("V",), min=-1),
