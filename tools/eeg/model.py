@@ -38,6 +38,10 @@ class TokenizerConfig:
     kmeans_init: bool = False
     dead_code_threshold: float = 0.0
     dropout: float = 0.0  # residual dropout in the encoder's blocks (the paper: none)
+    # not the paper's: a second head on the temporal decoder that predicts each patch's amplitude
+    # spectrum |rfft| (orthonormal, the L//2+1 bins) from the temporal tokens; when present it is
+    # the tokens-only amplitude read-out (analysis.Reconstruction), instead of |rfft(x_hat)|
+    amplitude_head: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -240,7 +244,8 @@ class TFDualTokenizer(nn.Module):
         if self.dual:
             self.head_t = _head(config.dim, config.code_dim)
             self.quantize_t = NormEMAQuantizer(config.codebook_size, config.code_dim, **quantizer)
-            self.decoder_t = Decoder(config, ("signal",))
+            self.decoder_t = Decoder(config, ("signal", "signal_amplitude") if config.amplitude_head
+                                     else ("signal",))
         for module in (self.head_f, getattr(self, "head_t", None)):
             if module is not None:
                 module.apply(_init_weights)
@@ -258,7 +263,8 @@ class TFDualTokenizer(nn.Module):
 
     def decode(self, codes: dict[str, torch.Tensor], channels: int, patches: int):
         """Codes per stream (B, C*P, code_dim) -> signal (B, C, P, L) and standardised amplitude
-        and phase of the 200-point FFT (B, C, P, L)."""
+        and phase of the 200-point FFT (B, C, P, L); with ``config.amplitude_head`` also
+        ``signal_amplitude`` (B, C, P, L), whose first L//2+1 values predict |rfft| (orthonormal)."""
         out = dict(self.decoder_f(codes["f"], channels, patches))
         if self.dual:
             out.update(self.decoder_t(codes["t"], channels, patches))
