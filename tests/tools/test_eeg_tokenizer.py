@@ -379,6 +379,26 @@ def test_amplitude_head_is_trained_on_rfft_and_is_the_tokens_only_read_out():
     assert result["amplitude_nmse_signal"] == result["amplitude_nmse_signal_rfft"] > 0.1
 
 
+def test_detached_amplitude_decoder_leaves_tokens_and_waveform_untouched():
+    """TokenizerConfig.amplitude_head_detach: the amplitude comes from decoder_a on the detached
+    temporal codes, built last (every other parameter starts as without it), so its term sends no
+    gradient to the encoder, heads, codebooks or decoder_t."""
+    torch.manual_seed(4)
+    plain = TFDualTokenizer(tiny()).eval()
+    torch.manual_seed(4)
+    detached = TFDualTokenizer(tiny(amplitude_head=True, amplitude_head_detach=True)).eval()
+    state = detached.state_dict()
+    assert all(torch.equal(v, state[k]) for k, v in plain.state_dict().items())
+    assert {k.split(".")[0] for k in set(state) - set(plain.state_dict())} == {"decoder_a"}
+    assert "signal_amplitude" not in detached.decoder_t.heads
+    x = torch.randn(2, 3, 4, 200) * 0.3
+    terms = losses.tokenizer_loss(detached, x, contrastive=False)
+    terms["amplitude_head"].backward()
+    grads = {name: p.grad for name, p in detached.named_parameters()}
+    assert any(g is not None and g.abs().sum() > 0 for n, g in grads.items() if n.startswith("decoder_a."))
+    assert all(g is None or g.abs().sum() == 0 for n, g in grads.items() if not n.startswith("decoder_a."))
+
+
 def test_kmeans_floor_reports_the_cluster_mean_amplitude_read_out():
     """floor.kmeans_floor's information-only amplitude_nmse_cluster_mean: each temporal cluster's
     mean |rfft| of its training patches; with one cluster per distinct training patch and the test
