@@ -11,11 +11,14 @@ w * mse(|rfft(x_hat)|, |rfft(x)|) (orthonormal rfft of each patch, so on the sca
 term), the amplitude spectrum of the temporal decoder's output: the tokens-only amplitude that
 ``analysis.amplitude_nmse_signal`` reads (issue 33, RESULTS.md "Study: the tokens-only amplitude").
 
-Optional, not the paper's: a tokenizer built with ``amplitude_head`` has a second head on the
-temporal decoder whose first L//2+1 outputs are asked for |rfft(x)| (orthonormal, the scale of
-:func:`signal_amplitude_loss`) by the term ``amplitude_head`` = mse(head, |rfft(x)|), weight 1:
-the amplitude spectrum is read from the tokens by a head trained for it, so the waveform output
-keeps its own (time-MSE) optimum (issue 33, RESULTS.md "Study: an amplitude head").
+Optional, not the paper's: a tokenizer built with ``amplitude_head`` has an amplitude output
+(``signal_amplitude``) read from the temporal codes, whose first L//2+1 values are asked for
+|rfft(x)| (orthonormal, the scale of :func:`signal_amplitude_loss`) by the term ``amplitude_head``
+= mse(output, |rfft(x)|), weight 1: the amplitude spectrum is read from the tokens by an output
+trained for it, so the waveform keeps its own (time-MSE) optimum. With ``amplitude_head_detach``
+(``train --amplitude-head own``, the CLI default) the output is a decoder of its own on the
+detached codes, and the term trains that decoder only; without it, a second head on the temporal
+decoder (issue 33, RESULTS.md "Study: an amplitude head").
 """
 
 from __future__ import annotations
