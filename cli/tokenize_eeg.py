@@ -45,6 +45,10 @@ recording_options = option_set(
                  help="Subtract each channel's mean over [START, END] s (an empty side = the "
                       "window's edge, as MNE's None)."),
 )
+# --amplitude-head -> TokenizerConfig fields (issue 33 eeg20: "own" chosen by measurement)
+AMPLITUDE_HEADS = {"own": dict(amplitude_head=True, amplitude_head_detach=True),
+                   "shared": dict(amplitude_head=True, amplitude_head_detach=False),
+                   "none": dict(amplitude_head=False, amplitude_head_detach=False)}
 ADVANCED_RECORDING = ("sfreq", "channel_names", "units", "batch_size", "tmin", "tmax", "baseline")
 precision_option = click.option(
     "--precision", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
@@ -94,7 +98,7 @@ def _speed(run, verb_name, windows, started, model_seconds):
                                      "contrastive", "codebooks", "patches", "max_windows",
                                      "validation_share", "kmeans_init", "dead_code_threshold",
                                      "signal_weight", "signal_amplitude_weight", "warm_start_epochs",
-                                     "random_crop"))
+                                     "random_crop", "amplitude_head"))
 @click.argument("recordings", nargs=-1, required=True, metavar="RECORDING...")
 @click.option("--channels", default="standard-1020", show_default=True, metavar="standard-1020|A,B,..",
               help="Montage, in order (missing channels are an error).")
@@ -137,11 +141,16 @@ def _speed(run, verb_name, windows, started, model_seconds):
 @click.option("--signal-weight", type=AutoFloat(0, min_open=True), default=1.0, show_default=True, metavar="auto|W",
               help="Weight of the raw-signal term (the paper's 1); auto: 1 / the training patches' "
                    "variance, a time NMSE on the scale of the standardised FFT terms.")
-@click.option("--signal-amplitude-weight", type=click.FloatRange(min=0), default=0.1, show_default=True,
+@click.option("--signal-amplitude-weight", type=click.FloatRange(min=0), default=0.0, show_default=True,
               metavar="W",
               help="Weight of an amplitude-spectrum term on the temporal decoder's output, "
-                   "mse(|rfft(x_hat)|, |rfft(x)|) per patch: tokens-only amplitude nearer k-means at "
-                   "a small cost in time NMSE (0 = the paper's objective; measured, see the man page).")
+                   "mse(|rfft(x_hat)|, |rfft(x)|) per patch (0 = the paper's objective; was 0.1 until "
+                   "--amplitude-head own took over the tokens-only amplitude, see the man page).")
+@click.option("--amplitude-head", type=click.Choice(list(AMPLITUDE_HEADS)), default="own", show_default=True,
+              help="Where the tokens-only amplitude spectrum is read: own = a decoder of its own on the "
+                   "temporal tokens, trained on |rfft| of each patch without moving the tokens or the "
+                   "signal (measured, see the man page); shared = a second head on the temporal "
+                   "decoder; none = |rfft| of the decoded signal (the paper's decoders).")
 @click.option("--warm-start-epochs", type=click.FloatRange(min=0), default=16.0, show_default=True,
               help="Epochs' worth of steps fitting tokens and decoders to k-means of the patches before "
                    "training, which then starts from k-means's codes (0 = off, the paper's random start).")
@@ -157,8 +166,8 @@ def _speed(run, verb_name, windows, started, model_seconds):
 @recording_options
 def train_cmd(run, recordings, channels, mains, patches, preset, encoder_depth, codebook_size, kmeans_init,
               dead_code_threshold, codebooks, stem, epochs, lr, min_lr, weight_decay, warmup_epochs,
-              contrastive, signal_weight, signal_amplitude_weight, warm_start_epochs, random_crop, amp,
-              max_windows, validation_share, **reading):
+              contrastive, signal_weight, signal_amplitude_weight, amplitude_head, warm_start_epochs,
+              random_crop, amp, max_windows, validation_share, **reading):
     """Train a tokenizer on recordings -> eeg-tokenizer artifact."""
     from cortexkit.formats import eeg
     from cortexkit.tools.eeg import api
@@ -173,7 +182,7 @@ def train_cmd(run, recordings, channels, mains, patches, preset, encoder_depth, 
         run, x, prep, preset=preset, encoder_depth=encoder_depth, codebook_size=codebook_size, lr=lr,
         validation_share=validation_share,
         model_options=dict(kmeans_init=kmeans_init, dead_code_threshold=dead_code_threshold,
-                           codebooks=codebooks, stem=stem),
+                           codebooks=codebooks, stem=stem, **AMPLITUDE_HEADS[amplitude_head]),
         train_options=dict(epochs=epochs, batch_size=reading["batch_size"], min_lr=min_lr,
                            weight_decay=weight_decay, warmup_epochs=warmup_epochs,
                            contrastive=contrastive, amp=amp, signal_weight=signal_weight,
@@ -261,7 +270,8 @@ def _read_tokens(run, source, model, prep):
 @click.argument("tokenizer", metavar="TOKENIZER")
 @click.argument("tokens", metavar="TOKENS|-")
 def decode_cmd(run, tokenizer, tokens):
-    """Tokens -> eeg-signal artifact (signal in uV, standardised FFT amplitude and phase)."""
+    """Tokens -> eeg-signal artifact (signal in uV, standardised FFT amplitude and phase, and the
+    amplitude head's |rfft| in uV where the tokenizer has one)."""
     import time
 
     started = time.perf_counter()
@@ -271,14 +281,17 @@ def decode_cmd(run, tokenizer, tokens):
     artifact, token_t, token_f = _read_tokens(run, tokens, model, prep)
     timing: dict = {}
     out = decode_tokens(model, token_t, token_f, timing=timing)
-    if "signal" in out:  # the model's unit is 100 uV (x / 100 at its input); the file's is uV
-        out["signal"] = out["signal"] * prep.scale_uv
+    for key in ("signal", "signal_amplitude"):  # the model's unit is 100 uV (x / 100 at its input)
+        if key in out:  # the file's is uV
+            out[key] = out[key] * prep.scale_uv
     out["window_start"] = artifact.tensors["window_start"]
     run.write_artifact(out, KIND_SIGNAL, version=str(VERSION),
                        metadata={"eeg.channels": prep.channels, "eeg.sfreq": prep.sfreq,
                                  "eeg.sources": artifact.meta_json("eeg.sources"),
                                  "eeg.units": {"signal": "uV", "amplitude": "standardised",
-                                               "phase": "standardised", "window_start": "s"}})
+                                               "phase": "standardised", "window_start": "s",
+                                               **({"signal_amplitude": "uV"} if "signal_amplitude" in out
+                                                  else {})}})
     _speed(run, "decode", len(token_f), started, timing.get("seconds", 0.0))
 
 

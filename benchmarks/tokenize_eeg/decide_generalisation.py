@@ -24,6 +24,9 @@ printed as the fix's effect (base - leaky). ``--rule amp-signal`` applies the ee
 "Study: the tokens-only amplitude"): mean amplitude ratio lower by >= 0.05 and lower in >= 3 of 4
 cells; mean time ratio up by <= 0.03 and below 1 in every cell; CPU <= 1.5x; of the passing
 candidates the one with the lowest mean over cells of max(time ratio, amplitude ratio) is adopted.
+``--rule amp-head`` applies the eeg20 study's (RESULTS.md "Study: an amplitude head"): amp-signal's
+rules and selection unchanged, and, for information only, each variant's mean amplitude ratio to the
+k-means codebook read out by its clusters' mean |rfft| (``amplitude_nmse_cluster_mean``).
 """
 
 import sys
@@ -37,6 +40,7 @@ rule = "generalisation"
 if args[:1] == ["--rule"]:
     rule, args = args[1], args[2:]
 cells = defaultdict(dict)  # (split, seed) -> name -> (time ratio, amp ratio, cpu s, best epoch)
+amp_matched = defaultdict(dict)  # (split, seed) -> name -> amp ratio to the cluster-mean read-out
 for path in args:
     d = yaml.safe_load(open(path))
     floor = d["kmeans_floor"]
@@ -46,6 +50,9 @@ for path in args:
         for label, part in ((name, v), (name + "+best", v.get("best"))):
             if part is None:
                 continue
+            if "amplitude_nmse_cluster_mean" in floor:
+                amp_matched[(d["split"], d["seed"])][label] = (
+                    part["test"]["amplitude_nmse_signal"] / floor["amplitude_nmse_cluster_mean"])
             cells[(d["split"], d["seed"])][label] = (
                 part["test"]["time_nmse"] / own["time_nmse"],
                 part["test"]["amplitude_nmse_signal"] / own_amp, v["train_cpu_seconds"],
@@ -73,7 +80,7 @@ for n in names:
     got = [cells[k].get(n) for k in keys]
     if n == BASE or any(g is None for g in got):
         continue
-    if rule in ("decoder-lr-length", "amp-signal") and n.endswith("+best"):
+    if rule in ("decoder-lr-length", "amp-signal", "amp-head") and n.endswith("+best"):
         continue  # this rule decides on the last epoch only (the +best readings are in the table)
     if rule == "decoder-lr-length" and n.startswith("leaky"):
         print(f"{n} (crops before the leak fix, not a candidate): mean time base "
@@ -93,7 +100,7 @@ for n in names:
               f"amp {amp:+.3f} (2: {ok[1]}), CPU {cpu:.2f}x (3: {ok[2]}) -> "
               f"{'PASSES' if all(ok) else 'fails'}")
         continue
-    if rule == "amp-signal":
+    if rule in ("amp-signal", "amp-head"):
         amp_lower = sum(g[1] < b[1] for g, b in zip(got, base))
         below = sum(g[0] < 1.0 for g in got)
         worst = mean([max(g[0], g[1]) for g in got])
@@ -110,6 +117,12 @@ for n in names:
     print(f"{n}: time drop {drop:+.3f} (1: {ok[0]}), lower in {lower}/{len(keys)} (2: {ok[1]}), "
           f"amp {amp:+.3f} (3: {ok[2]}), CPU {cpu:.2f}x (4: {ok[3]}) -> "
           f"{'PASSES' if all(ok) else 'fails'}")
-if rule == "amp-signal":
+if rule == "amp-head":  # information: the amplitude ratio to k-means read out by cluster means
+    for n in names:
+        got = [amp_matched[k].get(n) for k in keys]
+        if not n.endswith("+best") and all(g is not None for g in got):
+            print(f"{n}: amplitude ratio to k-means' cluster-mean |rfft| read-out (information) "
+                  + " / ".join(f"{g:.3f}" for g in got) + f", mean {mean(got):.3f}")
+if rule in ("amp-signal", "amp-head"):
     print(f"adopted: {min(passing)[1]} (lowest mean max(time, amp) {min(passing)[0]:.3f})" if passing
           else "adopted: none (no candidate passes; no default changes)")

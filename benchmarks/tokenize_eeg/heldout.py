@@ -156,13 +156,18 @@ def reconstruction(model, test, fit, floor):
     ours = report["reconstruction"]
     best_amp = min(floor["amplitude_nmse_signal"], floor["amplitude_nmse"])
     return {"tokenizer": {"time_nmse": ours["time_nmse"], "amplitude_nmse_tokens_only":
-                          ours["amplitude_nmse_signal"], "amplitude_nmse_window_scaled":
+                          ours["amplitude_nmse_signal"], "amplitude_nmse_signal_rfft":
+                          ours["amplitude_nmse_signal_rfft"], "amplitude_nmse_window_scaled":
                           ours["amplitude_nmse"],
                           "train_fit_time_nmse": api.evaluate(model, batches(fit))[
                               "reconstruction"]["time_nmse"]},
             "kmeans_floor": floor,
             "ratio_time": ours["time_nmse"] / floor["time_nmse"],
             "ratio_amplitude_tokens_only": ours["amplitude_nmse_signal"] / best_amp,
+            # for information (eeg20): against k-means read out by its clusters' mean |rfft|
+            "ratio_amplitude_to_cluster_mean": (ours["amplitude_nmse_signal"]
+                                                / floor["amplitude_nmse_cluster_mean"]
+                                                if "amplitude_nmse_cluster_mean" in floor else None),
             "codebooks": report["codebooks"], "target": "<= 0.8"}
 
 

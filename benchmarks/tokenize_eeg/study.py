@@ -116,6 +116,7 @@ def scores(model, test, train):
     for name, x in (("test", test), ("train_fit", train)):
         report = api.evaluate(model, [Batch(x[i:i + 32]) for i in range(0, len(x), 32)])
         out[name] = {k: report["reconstruction"][k] for k in ("time_nmse", "amplitude_nmse_signal",
+                                                              "amplitude_nmse_signal_rfft",
                                                               "amplitude_nmse")}
     out["codes_used_test"] = {k: report["codebooks"][k]["used"] for k in ("temporal", "frequency")}
     return out

@@ -747,15 +747,100 @@ def amp_signal_verdict():
     return (AMP_SIGNAL_CANDIDATES[winners[0][1]] if winners else 0.0), passes
 
 
-def test_signal_amplitude_weight_default_follows_the_amplitude_rule(sh):
-    """train --signal-amplitude-weight defaults to what the eeg18 rule adopts from its files (0, the
-    paper's objective, when no candidate passes)."""
+# the eeg20 study's candidates (RESULTS.md "Study: an amplitude head"): --amplitude-head and
+# --signal-amplitude-weight each sets; adet: the amendment's
+AMP_HEAD_CANDIDATES = {"ahead": ("shared", 0.0), "ahead10": ("shared", 0.1), "adet": ("own", 0.0)}
+
+
+def amp_head_verdict():
+    """The eeg20 study's rule (benchmarks/tokenize_eeg/RESULTS.md "Study: an amplitude head",
+    written before the runs; eeg18's thresholds) on its files, choosing splits A, B x seeds 0-1 ->
+    (adopted candidate or None, per-candidate pass flags)."""
+    from pathlib import Path
+
     import yaml
 
-    adopted, _ = amp_signal_verdict()
+    study = Path(__file__).resolve().parents[2] / "benchmarks" / "tokenize_eeg" / "results" / "study"
+    by_cell = {}
+    for path in sorted(study.glob("[AB]_amphead*_s[01].yaml")):  # amphead(_base), amphead2: adet
+        data = yaml.safe_load(path.read_text())
+        floor = data["kmeans_floor"]
+        amp = min(floor["amplitude_nmse_signal"], floor["amplitude_nmse"])
+        by_cell.setdefault((data["split"], data["seed"]), {}).update(
+            {name: (v["test"]["time_nmse"] / floor["time_nmse"],
+                    v["test"]["amplitude_nmse_signal"] / amp, v["train_cpu_seconds"])
+             for name, v in data["variants"].items()})
+    cells = list(by_cell.values())
+    assert len(cells) == 4 and all({"base", *AMP_HEAD_CANDIDATES} <= set(c) for c in cells)
+    mean = lambda name, i: np.mean([c[name][i] for c in cells])  # noqa: E731
+    passes, worst = {}, {}
+    for name in AMP_HEAD_CANDIDATES:
+        passes[name] = bool(mean("base", 1) - mean(name, 1) >= 0.05
+                            and sum(c[name][1] < c["base"][1] for c in cells) >= 3
+                            and mean(name, 0) - mean("base", 0) <= 0.03
+                            and all(c[name][0] < 1.0 for c in cells)
+                            and mean(name, 2) <= 1.5 * mean("base", 2))
+        worst[name] = np.mean([max(c[name][0], c[name][1]) for c in cells])
+    winners = sorted((worst[n], n) for n in passes if passes[n])
+    return (winners[0][1] if winners else None), passes
+
+
+def test_amplitude_head_default_follows_the_amplitude_head_rule(sh):
+    """train --amplitude-head and --signal-amplitude-weight default to what the eeg20 rule adopts
+    from its files (none of its candidates: no head, and eeg18's adopted weight)."""
+    import yaml
+
+    adopted, _ = amp_head_verdict()
+    head, weight = AMP_HEAD_CANDIDATES[adopted] if adopted else ("none", amp_signal_verdict()[0])
     proc = sh("cortexkit tokenize-eeg train --print-config")
     assert proc.returncode == 0, proc.stderr
-    assert yaml.safe_load(proc.stdout)["signal-amplitude-weight"] == adopted
+    config = yaml.safe_load(proc.stdout)
+    assert (config["amplitude-head"], config["signal-amplitude-weight"]) == (head, weight)
+
+
+def test_amplitude_signal_rule_still_adopts_its_weight():
+    """The eeg18 verdict, on which eeg20's base stood, is unchanged by its files (0.1 adopted)."""
+    adopted, passes = amp_signal_verdict()
+    assert adopted == 0.1 and passes == {"as25": False, "as1": False, "as10": True}
+
+
+@pytest.mark.slow
+def test_amplitude_head_trains_is_stored_and_decoded(cli, shared_data, tmp_path):
+    """--amplitude-head (installed command): own (the default) stores decoder_a, trains its term in
+    the warm start and every epoch, and decode writes its |rfft| in uV (101 bins, >= 0) beside the
+    signal; evaluate reads it as the tokens-only amplitude (amplitude_nmse_signal differs from
+    |rfft| of the decoded signal); none stores no head and the two readings coincide."""
+    import yaml
+
+    run = shared_data / S001 / "S001R02.edf"
+    readings = {}
+    for head in ("own", "none"):
+        tok = tmp_path / f"{head}.st"
+        extra = ("--amplitude-head", head) if head == "none" else ()
+        stored, _ = train_one_epoch(cli, shared_data, tok, *extra)
+        assert stored.meta_json("eeg.model")["amplitude_head"] == (head == "own")
+        assert any(k.startswith("decoder_a.") for k in stored.tensors) == (head == "own")
+        history = stored.meta_json("eeg.history")
+        assert ("amplitude_head" in history[-1]) == (head == "own")
+        if head == "own":
+            assert history[0]["warm_start"]["amplitude_head"] > 0 and history[-1]["amplitude_head"] > 0
+        tokens, signal = tmp_path / f"{head}_tokens.st", tmp_path / f"{head}_signal.st"
+        assert cli("tokenize-eeg", "encode", tok, run, "-o", tokens).returncode == 0
+        proc = cli("tokenize-eeg", "decode", tok, tokens, "-o", signal)
+        assert proc.returncode == 0, proc.stderr
+        decoded = read(signal, "eeg-signal")
+        assert ("signal_amplitude" in decoded.tensors) == (head == "own")
+        if head == "own":
+            amplitude = decoded.tensors["signal_amplitude"]
+            assert amplitude.shape == decoded.tensors["signal"].shape[:3] + (101,)
+            assert np.isfinite(amplitude).all() and amplitude.min() >= 0 and amplitude.max() > 0
+            assert decoded.meta_json("eeg.units")["signal_amplitude"] == "uV"
+        proc = cli("tokenize-eeg", "evaluate", tok, run)
+        assert proc.returncode == 0, proc.stderr
+        readings[head] = yaml.safe_load(proc.stdout)["reconstruction"]
+    own, none = readings["own"], readings["none"]
+    assert own["amplitude_nmse_signal"] != own["amplitude_nmse_signal_rfft"]
+    assert none["amplitude_nmse_signal"] == none["amplitude_nmse_signal_rfft"]
 
 
 @pytest.mark.slow

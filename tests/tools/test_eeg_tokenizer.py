@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from cortexkit.tools.eeg import api, losses
 from cortexkit.tools.eeg.model import (Attention, Backbone, PatchEmbed, TFDualTokenizer,
-                                       config_from_preset)
+                                       TokenizerConfig, config_from_preset)
 from cortexkit.tools.eeg.quantizer import NormEMAQuantizer, cosine_kmeans, l2norm
 from cortexkit.tools.eeg.train import TrainConfig, learning_rate
 
@@ -339,6 +339,79 @@ def test_signal_amplitude_weight_adds_its_term_and_is_off_by_default():
     torch.testing.assert_close(on["signal_amplitude"], losses.signal_amplitude_loss(recon["signal"], x))
     torch.testing.assert_close(on["total"], off["total"] + 0.25 * on["signal_amplitude"])
     assert TrainConfig().signal_amplitude_weight == 0.0  # the paper's objective unless asked
+
+
+def test_amplitude_head_is_trained_on_rfft_and_is_the_tokens_only_read_out():
+    """TokenizerConfig.amplitude_head (issue 33, eeg20): the temporal decoder gets a second head
+    whose first L//2+1 outputs are asked for |rfft(x)| (orthonormal) at weight 1, and the
+    tokens-only amplitude (``amplitude_nmse_signal``) reads that head, clamped at 0, on rfft's
+    scale; |rfft(x_hat)| stays in ``amplitude_nmse_signal_rfft``. Off (the paper's model): no head,
+    no term, and the two read-outs coincide."""
+    from cortexkit.tools.eeg.analysis import Reconstruction
+
+    assert TokenizerConfig().amplitude_head is False
+    torch.manual_seed(3)
+    plain = TFDualTokenizer(tiny()).eval()
+    torch.manual_seed(3)
+    headed = TFDualTokenizer(tiny(amplitude_head=True)).eval()
+    extra = set(headed.state_dict()) - set(plain.state_dict())
+    assert extra and all(k.startswith("decoder_t.heads.signal_amplitude.") for k in extra)
+    x = torch.randn(2, 3, 4, 200) * 0.3
+    off = losses.tokenizer_loss(plain, x, contrastive=False)
+    on = losses.tokenizer_loss(headed, x, contrastive=False)
+    assert "amplitude_head" not in off
+    out = headed.quantize(x)
+    recon = headed.decode({"t": out["z_q_t"], "f": out["z_q_f"]}, 3, 4)
+    target = torch.fft.rfft(x, dim=-1, norm="ortho").abs()
+    torch.testing.assert_close(on["amplitude_head"],
+                               F.mse_loss(recon["signal_amplitude"][..., :101], target))
+    assert float(on["amplitude_head"]) > 0
+    # the read-out: a head that predicts |rfft| exactly gives 0, whatever the waveform
+    perfect = dict(recon, signal_amplitude=torch.cat([target, -torch.ones(2, 3, 4, 99)], dim=-1))
+    scores = Reconstruction(200)
+    scores.add(x, perfect)
+    result = scores.result(dual=True)
+    assert result["amplitude_nmse_signal"] == pytest.approx(0.0, abs=1e-10)
+    assert result["amplitude_nmse_signal_rfft"] > 0.1
+    scores = Reconstruction(200)
+    scores.add(x, {k: v for k, v in perfect.items() if k != "signal_amplitude"})
+    result = scores.result(dual=True)
+    assert result["amplitude_nmse_signal"] == result["amplitude_nmse_signal_rfft"] > 0.1
+
+
+def test_detached_amplitude_decoder_leaves_tokens_and_waveform_untouched():
+    """TokenizerConfig.amplitude_head_detach: the amplitude comes from decoder_a on the detached
+    temporal codes, built last (every other parameter starts as without it), so its term sends no
+    gradient to the encoder, heads, codebooks or decoder_t."""
+    torch.manual_seed(4)
+    plain = TFDualTokenizer(tiny()).eval()
+    torch.manual_seed(4)
+    detached = TFDualTokenizer(tiny(amplitude_head=True, amplitude_head_detach=True)).eval()
+    state = detached.state_dict()
+    assert all(torch.equal(v, state[k]) for k, v in plain.state_dict().items())
+    assert {k.split(".")[0] for k in set(state) - set(plain.state_dict())} == {"decoder_a"}
+    assert "signal_amplitude" not in detached.decoder_t.heads
+    x = torch.randn(2, 3, 4, 200) * 0.3
+    terms = losses.tokenizer_loss(detached, x, contrastive=False)
+    terms["amplitude_head"].backward()
+    grads = {name: p.grad for name, p in detached.named_parameters()}
+    assert any(g is not None and g.abs().sum() > 0 for n, g in grads.items() if n.startswith("decoder_a."))
+    assert all(g is None or g.abs().sum() == 0 for n, g in grads.items() if not n.startswith("decoder_a."))
+
+
+def test_kmeans_floor_reports_the_cluster_mean_amplitude_read_out():
+    """floor.kmeans_floor's information-only amplitude_nmse_cluster_mean: each temporal cluster's
+    mean |rfft| of its training patches; with one cluster per distinct training patch and the test
+    patches copies of them, it is exact (0) while the centroid read-out is too."""
+    from cortexkit.tools.eeg.floor import kmeans_floor
+
+    rng = np.random.default_rng(0)
+    train = rng.normal(size=(8, 1, 1, 200)).astype(np.float32)
+    floor = kmeans_floor(train, train[:3], 8, seed=0)
+    assert floor["amplitude_nmse_cluster_mean"] == pytest.approx(0.0, abs=1e-8)
+    noisy = train[:3] + 0.5 * rng.normal(size=(3, 1, 1, 200)).astype(np.float32)
+    floor = kmeans_floor(train, noisy, 8, seed=0)
+    assert floor["amplitude_nmse_cluster_mean"] > 0
 
 
 def test_warm_start_begins_training_at_the_kmeans_floor():

@@ -5,8 +5,11 @@ Definitions (shared with the benchmarks and the k-means floor):
 * time NMSE = sum (x_hat - x)^2 / sum (x - mean_patch(x))^2 over all patches;
 * amplitude NMSE: the same on |rfft(patch)| (101 bins), with the amplitude prediction of the
   frequency decoder brought back from its per-window standardisation with the window's own mean
-  and std of the full-FFT amplitude (two numbers per window); ``amplitude_nmse_signal`` uses
-  |rfft(x_hat)| of the temporal reconstruction instead (no side information);
+  and std of the full-FFT amplitude (two numbers per window); ``amplitude_nmse_signal`` is the
+  tokens-only amplitude (no side information): |rfft(x_hat)| of the temporal reconstruction, or,
+  for a tokenizer with an amplitude head (``TokenizerConfig.amplitude_head``), that head's
+  prediction (clamped at 0, brought from the orthonormal to rfft's scale); ``amplitude_nmse_signal_rfft``
+  is always |rfft(x_hat)|;
 * phase error = mean (1 - cos(phi_hat - phi)) over the rfft bins;
 * codes used, perplexity exp(H), dead codes (EMA usage below 1e-3 of the mean), joint pairs,
   mutual information I(token_t; token_f) in nats.
@@ -49,7 +52,7 @@ class Reconstruction:
     def __init__(self, patch_size: int):
         self.half = patch_size // 2 + 1
         self.sums = {k: 0.0 for k in ("time_err", "time_var", "amp_err", "amp_var", "amp_sig_err",
-                                      "phase", "phase_n")}
+                                      "amp_rfft_err", "phase", "phase_n")}
 
     def add(self, x: torch.Tensor, recon: dict[str, torch.Tensor]) -> None:
         x = x.double()
@@ -61,7 +64,12 @@ class Reconstruction:
         if "signal" in recon:
             signal = recon["signal"].double()
             self.sums["time_err"] += float((signal - x).pow(2).sum())
-            amp_sig = torch.fft.rfft(signal, dim=-1).abs()
+            amp_rfft = torch.fft.rfft(signal, dim=-1).abs()
+            self.sums["amp_rfft_err"] += float((amp_rfft - amplitude).pow(2).sum())
+            amp_sig = amp_rfft
+            if "signal_amplitude" in recon:  # the amplitude head (orthonormal -> rfft's scale)
+                amp_sig = (recon["signal_amplitude"].double()[..., :self.half].clamp_min(0)
+                           * math.sqrt(x.shape[-1]))
             self.sums["amp_sig_err"] += float((amp_sig - amplitude).pow(2).sum())
         full = torch.fft.fft(x, dim=-1)
         amp_pred = unstandardise(recon["amplitude"].double(), full.abs())[..., :self.half]
@@ -77,6 +85,7 @@ class Reconstruction:
         if dual:
             out["time_nmse"] = s["time_err"] / max(s["time_var"], 1e-300)
             out["amplitude_nmse_signal"] = s["amp_sig_err"] / max(s["amp_var"], 1e-300)
+            out["amplitude_nmse_signal_rfft"] = s["amp_rfft_err"] / max(s["amp_var"], 1e-300)
         return out
 
 

@@ -6,6 +6,7 @@ Windows come as an iterable of objects with ``x`` (batch, C, P, L) float32 numpy
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -187,8 +188,11 @@ def encode_windows(model: TFDualTokenizer, batches: Iterable, *, high_amplitude=
 
 def decode_tokens(model: TFDualTokenizer, token_t: np.ndarray | None, token_f: np.ndarray, *,
                   batch_size: int = 32, timing: dict | None = None) -> dict[str, np.ndarray]:
-    """Tokens (W, C, P) -> signal (W, C, P, L) in 100 uV (dual only) and the standardised
-    amplitude and phase (W, C, P, L) of the L-point FFT. ``timing`` gets ``seconds`` (model time)."""
+    """Tokens (W, C, P) -> signal (W, C, P, L) in 100 uV (dual only), the standardised amplitude
+    and phase (W, C, P, L) of the L-point FFT and, for a tokenizer with an amplitude head,
+    signal_amplitude (W, C, P, L//2+1): the head's |rfft| of each patch in 100 uV on numpy's
+    (unnormalised) rfft scale, clamped at 0, as the tokens-only amplitude check reads it.
+    ``timing`` gets ``seconds`` (model time)."""
     out: dict[str, list] = {}
     started = time.perf_counter()
     for i in range(0, len(token_f), batch_size):
@@ -196,6 +200,9 @@ def decode_tokens(model: TFDualTokenizer, token_t: np.ndarray | None, token_f: n
         if model.dual:
             tokens["token_t"] = torch.from_numpy(token_t[i:i + batch_size].astype(np.int64))
         for key, value in analysis.decode(model, tokens).items():
+            if key == "signal_amplitude":  # orthonormal -> rfft's scale, the L//2+1 bins
+                length = value.shape[-1]
+                value = value[..., :length // 2 + 1].clamp_min(0) * math.sqrt(length)
             out.setdefault(key, []).append(value.float().numpy())
     if timing is not None:
         timing["seconds"] = time.perf_counter() - started

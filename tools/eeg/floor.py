@@ -64,14 +64,22 @@ def kmeans_floor(train: np.ndarray, validation: np.ndarray, k: int, *, seed: int
                  iterations: int = 25) -> dict[str, float]:
     """Fit both k-means codebooks on the patches of ``train`` (N, C, P, L) and reconstruct those of
     ``validation`` (M, C, P, L) from their token ids alone -> time_nmse, amplitude_nmse_signal
-    (|rfft| of the temporal centroid) and amplitude_nmse (exp of the log-amplitude centroid)."""
+    (|rfft| of the temporal centroid) and amplitude_nmse (exp of the log-amplitude centroid); for
+    information, amplitude_nmse_cluster_mean: the mean |rfft| of each temporal cluster's training
+    patches, read by token (the k-means analogue of an amplitude head; not part of the floor)."""
     generator = torch.Generator().manual_seed(seed)
     length = train.shape[-1]
     fit = torch.from_numpy(np.ascontiguousarray(train, dtype=np.float32)).reshape(-1, length)
     test = torch.from_numpy(np.ascontiguousarray(validation, dtype=np.float32)).reshape(-1, length)
     centroids_t = kmeans(fit, k, iterations=iterations, generator=generator)
     centroids_f = kmeans(_log_amplitude(fit), k, iterations=iterations, generator=generator)
-    recon = centroids_t[nearest(test, centroids_t)[0]].double()
+    assign_test = nearest(test, centroids_t)[0]
+    recon = centroids_t[assign_test].double()
+    assign_fit = nearest(fit, centroids_t)[0]
+    fit_amplitude = torch.fft.rfft(fit.double(), dim=-1).abs()
+    counts = torch.bincount(assign_fit, minlength=k).clamp_min(1).double()
+    cluster_amplitude = torch.zeros(k, fit_amplitude.shape[-1], dtype=torch.float64).index_add_(
+        0, assign_fit, fit_amplitude) / counts[:, None]
     log_amp = centroids_f[nearest(_log_amplitude(test), centroids_f)[0]].double()
     x = test.double()
     amplitude = torch.fft.rfft(x, dim=-1).abs()
@@ -80,4 +88,6 @@ def kmeans_floor(train: np.ndarray, validation: np.ndarray, k: int, *, seed: int
     return {"time_nmse": float((recon - x).pow(2).sum() / time_var),
             "amplitude_nmse_signal": float((torch.fft.rfft(recon, dim=-1).abs() - amplitude)
                                            .pow(2).sum() / amp_var),
-            "amplitude_nmse": float((log_amp.exp() - amplitude).pow(2).sum() / amp_var)}
+            "amplitude_nmse": float((log_amp.exp() - amplitude).pow(2).sum() / amp_var),
+            "amplitude_nmse_cluster_mean": float((cluster_amplitude[assign_test] - amplitude)
+                                                 .pow(2).sum() / amp_var)}

@@ -10,6 +10,15 @@ Optional, not the paper's: ``signal_amplitude_weight`` w > 0 adds
 w * mse(|rfft(x_hat)|, |rfft(x)|) (orthonormal rfft of each patch, so on the scale of the signal
 term), the amplitude spectrum of the temporal decoder's output: the tokens-only amplitude that
 ``analysis.amplitude_nmse_signal`` reads (issue 33, RESULTS.md "Study: the tokens-only amplitude").
+
+Optional, not the paper's: a tokenizer built with ``amplitude_head`` has an amplitude output
+(``signal_amplitude``) read from the temporal codes, whose first L//2+1 values are asked for
+|rfft(x)| (orthonormal, the scale of :func:`signal_amplitude_loss`) by the term ``amplitude_head``
+= mse(output, |rfft(x)|), weight 1: the amplitude spectrum is read from the tokens by an output
+trained for it, so the waveform keeps its own (time-MSE) optimum. With ``amplitude_head_detach``
+(``train --amplitude-head own``, the CLI default) the output is a decoder of its own on the
+detached codes, and the term trains that decoder only; without it, a second head on the temporal
+decoder (issue 33, RESULTS.md "Study: an amplitude head").
 """
 
 from __future__ import annotations
@@ -34,6 +43,13 @@ def signal_amplitude_loss(signal: torch.Tensor, x: torch.Tensor) -> torch.Tensor
     return F.mse_loss((pred.real.pow(2) + pred.imag.pow(2) + 1e-12).sqrt(), target)
 
 
+def amplitude_head_loss(head: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """mse(head[..., :L//2+1], |rfft(x)|) with x (B, C, P, L), head (B, C, P, L): the amplitude
+    head's term (orthonormal rfft, the scale of :func:`signal_amplitude_loss`)."""
+    target = torch.fft.rfft(x.float(), dim=-1, norm="ortho").abs()
+    return F.mse_loss(head[..., :target.shape[-1]].float(), target)
+
+
 def fft_targets(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """x (B, C, P, L) -> standardised amplitude and phase of the L-point FFT, each (B, C, P, L)."""
     spectrum = torch.fft.fft(x.float(), dim=-1)
@@ -55,7 +71,8 @@ def tokenizer_loss(model, x: torch.Tensor, *, contrastive: bool = True,
                    signal_weight: float = 1.0, phase_weight: float = 1.0,
                    signal_amplitude_weight: float = 0.0) -> dict[str, torch.Tensor]:
     """All terms for a batch x (B, C, P, L); ``total`` is their sum (weights 1, the signal term's
-    ``signal_weight``, the phase term's ``phase_weight``, and with ``signal_amplitude_weight`` > 0
+    ``signal_weight``, the phase term's ``phase_weight``, the amplitude head's term where the
+    model has one (weight 1), and with ``signal_amplitude_weight`` > 0
     the amplitude spectrum of the decoded signal, :func:`signal_amplitude_loss`, at that weight;
     the terms are reported unweighted)."""
     b, c, p, _ = x.shape
@@ -71,6 +88,8 @@ def tokenizer_loss(model, x: torch.Tensor, *, contrastive: bool = True,
     if model.dual:
         terms["vq_t"] = out["loss_t"]
         terms["signal"] = F.mse_loss(recon["signal"].float(), x.float())
+        if "signal_amplitude" in recon:
+            terms["amplitude_head"] = amplitude_head_loss(recon["signal_amplitude"], x)
     if contrastive and b >= 2 and p >= 2:
         half = p // 2
         first = model.encoder(x[:, :, :half]).reshape(b, -1)

@@ -38,6 +38,14 @@ class TokenizerConfig:
     kmeans_init: bool = False
     dead_code_threshold: float = 0.0
     dropout: float = 0.0  # residual dropout in the encoder's blocks (the paper: none)
+    # not the paper's: a second head on the temporal decoder that predicts each patch's amplitude
+    # spectrum |rfft| (orthonormal, the L//2+1 bins) from the temporal tokens; when present it is
+    # the tokens-only amplitude read-out (analysis.Reconstruction), instead of |rfft(x_hat)|
+    amplitude_head: bool = False
+    # with amplitude_head: the amplitude comes from a decoder of its own (decoder_a: embed, backbone
+    # and head like decoder_t's) fed the temporal codes detached, so its term trains that decoder
+    # only and the tokens and the waveform train as without it (issue 33 eeg20, candidate adet)
+    amplitude_head_detach: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -240,10 +248,14 @@ class TFDualTokenizer(nn.Module):
         if self.dual:
             self.head_t = _head(config.dim, config.code_dim)
             self.quantize_t = NormEMAQuantizer(config.codebook_size, config.code_dim, **quantizer)
-            self.decoder_t = Decoder(config, ("signal",))
+            shared = config.amplitude_head and not config.amplitude_head_detach
+            self.decoder_t = Decoder(config, ("signal", "signal_amplitude") if shared else ("signal",))
         for module in (self.head_f, getattr(self, "head_t", None)):
             if module is not None:
                 module.apply(_init_weights)
+        if self.dual and config.amplitude_head and config.amplitude_head_detach:
+            # built last, so every other parameter starts as without it (same random stream)
+            self.decoder_a = Decoder(config, ("signal_amplitude",))
 
     def quantize(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         """x (B, C, P, L) -> features (B, C*P, dim); per stream s in (t, f): z_q_s (B, C*P, code_dim),
@@ -258,10 +270,13 @@ class TFDualTokenizer(nn.Module):
 
     def decode(self, codes: dict[str, torch.Tensor], channels: int, patches: int):
         """Codes per stream (B, C*P, code_dim) -> signal (B, C, P, L) and standardised amplitude
-        and phase of the 200-point FFT (B, C, P, L)."""
+        and phase of the 200-point FFT (B, C, P, L); with ``config.amplitude_head`` also
+        ``signal_amplitude`` (B, C, P, L), whose first L//2+1 values predict |rfft| (orthonormal)."""
         out = dict(self.decoder_f(codes["f"], channels, patches))
         if self.dual:
             out.update(self.decoder_t(codes["t"], channels, patches))
+            if hasattr(self, "decoder_a"):  # the tokens get no gradient from the amplitude read-out
+                out.update(self.decoder_a(codes["t"].detach(), channels, patches))
         return out
 
     @torch.no_grad()

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from cortexkit.tools.eeg.floor import _log_amplitude, kmeans, nearest
-from cortexkit.tools.eeg.losses import fft_targets, signal_amplitude_loss
+from cortexkit.tools.eeg.losses import amplitude_head_loss, fft_targets, signal_amplitude_loss
 from cortexkit.tools.eeg.quantizer import l2norm
 
 
@@ -100,6 +100,8 @@ def warm_start(model, x: torch.Tensor, *, steps: int, batch_size: int, lr: float
                        "phase": F.mse_loss(recon["phase"].float(), phase)}
         if model.dual:
             recon_terms["signal"] = F.mse_loss(recon["signal"].float(), batch.float())
+            if "signal_amplitude" in recon:  # the amplitude head, as in the training
+                recon_terms["amplitude_head"] = amplitude_head_loss(recon["signal_amplitude"], batch)
         for key, value in recon_terms.items():
             loss = loss + value
             terms[key] = float(value.detach())
