@@ -265,7 +265,8 @@ def _resolve_shape(ctx) -> dict[str, str]:
                    "(about the bone to its child, which a keypoint on that bone cannot see) of the mid-limb joints "
                    "named wrist or ankle: track 0.92 x names over 8 cases, joint angles within 1 deg (RESULTS "
                    "section 22); names: joints named hand/foot/paw/finger/toe/wrist/ankle (before 2026-12-07); "
-                   "limb-ends: the last free joints alone; names-distal: names without wrist and ankle.")
+                   "limb-ends: the last free joints alone; names-distal: names without wrist and ankle. For a glTF "
+                   "template; an avatar keeps the marks it stores.")
 @click.option("--masks-in", type=click.Choice([MASKS_IN_DEFAULT, "mesh"]), default=MASKS_IN_DEFAULT, show_default=True,
               help="Stages whose fit the silhouettes enter. bones,mesh: the bones stage too (masks move the bone "
                    "scales and the global scale); mesh: the bones stage fits the keypoints only (bones and scale "
@@ -284,6 +285,15 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
 
     tpl, _, _, _ = read_template(template, template_units, keypoints, limits, exclude_offsets, symmetry,
                                  run.read_artifact, extremities)
+    if not template.lower().endswith((".glb", ".gltf")):
+        given = [f"--{n.replace('_', '-')}" for n, v in (("keypoints", keypoints), ("limits", limits),
+                 ("exclude_offsets", exclude_offsets), ("symmetry", symmetry)) if v is not None]
+        source = click.get_current_context().get_parameter_source("extremities")
+        if source is click.core.ParameterSource.COMMANDLINE:
+            given.append("--extremities")
+        if given:
+            run.warn(f"{', '.join(given)} apply to a glTF template; the avatar {template} keeps the keypoint "
+                     "map, limits, offsets, symmetry and extremity marks it stores")
     if keypoint_offsets == "auto":  # an avatar's keypoint map: known once it is read
         from cortexkit.tools.avatar.markers import auto_keypoint_offsets, template_vertex_sets
 

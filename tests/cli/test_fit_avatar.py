@@ -433,3 +433,26 @@ def test_shape_masks_in_mesh_keeps_silhouettes_out_of_the_bones_stage(sh, tmp_pa
         os.remove(tmp_path / "avatar.st")
     text = in_process("fit-avatar", "shape", "--help-all")
     assert "--masks-in [bones,mesh|mesh]" in text and "the bones stage fits the keypoints only" in text
+
+
+def test_shape_from_an_avatar_says_that_template_options_do_not_apply(sh, fox, tmp_path):
+    """An avatar as shape's template keeps the keypoint map, limits, offsets, symmetry and extremity marks it
+    stores: --extremities (or --keypoints, ...) given with it gets one warning naming them, and the marks
+    written are the avatar's; the same refit without them warns nothing."""
+    import torch
+
+    from cortexkit.formats.artifact import read_artifact
+
+    proc = sh(f"""
+    set -e
+    cortexkit fit-avatar synth {fox} --template-units cm --clip Walk --frames 3 --rig ring:4 --crop 32 --no-masks -o views.st
+    cortexkit fit-avatar shape {fox} views.st --template-units cm --n-keyframes 1 --steps 5,5,5,0 --threads 1 -o avatar.st
+    cortexkit fit-avatar shape avatar.st views.st --n-keyframes 1 --steps 1,1,1,0 --threads 1 -o plain.st 2> plain.err
+    cortexkit fit-avatar shape avatar.st views.st --n-keyframes 1 --steps 1,1,1,0 --threads 1 --extremities names -o names.st
+    """, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    warned = [line for line in proc.stderr.splitlines() if "apply to a glTF template" in line]
+    assert len(warned) == 1 and "--extremities" in warned[0] and "--keypoints" not in warned[0]
+    assert "apply to a glTF template" not in (tmp_path / "plain.err").read_text()
+    first = read_artifact(tmp_path / "avatar.st").tensors["template.extremity"]
+    assert torch.equal(read_artifact(tmp_path / "names.st").tensors["template.extremity"], first)
