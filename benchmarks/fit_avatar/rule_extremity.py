@@ -22,6 +22,38 @@ CAMS = (16, 7)
 CANDIDATES = ("names-distal", "limb-ends")
 
 
+def verdict(candidates, ratios, checks, n_rows, n_cases, prefer):
+    """The rule table of sections 20 and 22 (conditions 1-4 per candidate; a candidate passes only when every
+    case was run) and the verdict line; among passing candidates within 0.002 of the lowest mean, ``prefer``."""
+    print("| candidate | (1) mean r <= 0.98 | (2) max r <= 1.03 | (3) angle +<= 1.5 deg | (4) vertex <= 1.05 x | passes |")
+    print("|---|---|---|---|---|---|")
+    passing = {}
+    complete = n_rows == n_cases
+    for c in candidates:
+        if not ratios[c]:
+            print(f"| {c} | not run | | | | |")
+            continue
+        mean = sum(ratios[c]) / len(ratios[c])
+        ok = [mean <= 0.98, max(ratios[c]) <= 1.03, max(checks[c]["angle"]) <= 1.5, max(checks[c]["vertex"]) <= 1.05]
+        if all(ok) and complete:
+            passing[c] = mean
+        tag = lambda b: "pass" if b else "**fail**"  # noqa: E731
+        print(f"| {c} | {mean:.3f} ({tag(ok[0])}) | {max(ratios[c]):.3f} ({tag(ok[1])}) | "
+              f"{max(checks[c]['angle']):+.2f} ({tag(ok[2])}) | {max(checks[c]['vertex']):.3f} ({tag(ok[3])}) | "
+              f"{'yes' if c in passing else 'no'} |")
+    print()
+    if not complete:
+        print(f"verdict: not decided ({n_rows} of {n_cases} cases run)")
+    elif not passing:
+        print("verdict: no default changes")
+    else:
+        best = min(passing.values())
+        near = [c for c, m in passing.items() if m - best <= 0.002]
+        winner = prefer if prefer in near else min(passing, key=passing.get)
+        print(f"verdict: adopt {winner}")
+
+
+
 def main():
     folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent
     rows, ratios = [], {c: [] for c in CANDIDATES}
@@ -54,33 +86,7 @@ def main():
                       f"{ratio:.3f} | {r['joint_angle_error_deg']:.2f} | {r['vertex_error_mm']:.2f} |")
             rows.append((plan, cams))
     print()
-    print("| candidate | (1) mean r <= 0.98 | (2) max r <= 1.03 | (3) angle +<= 1.5 deg | (4) vertex <= 1.05 x | passes |")
-    print("|---|---|---|---|---|---|")
-    passing = {}
-    complete = len(rows) == len(PLANS) * len(CAMS)
-    for c in CANDIDATES:
-        if not ratios[c]:
-            print(f"| {c} | not run | | | | |")
-            continue
-        mean = sum(ratios[c]) / len(ratios[c])
-        ok = [mean <= 0.98, max(ratios[c]) <= 1.03, max(checks[c]["angle"]) <= 1.5, max(checks[c]["vertex"]) <= 1.05]
-        if all(ok) and complete:
-            passing[c] = mean
-        tag = lambda b: "pass" if b else "**fail**"  # noqa: E731
-        print(f"| {c} | {mean:.3f} ({tag(ok[0])}) | {max(ratios[c]):.3f} ({tag(ok[1])}) | "
-              f"{max(checks[c]['angle']):+.2f} ({tag(ok[2])}) | {max(checks[c]['vertex']):.3f} ({tag(ok[3])}) | "
-              f"{'yes' if c in passing else 'no'} |")
-    print()
-    if not complete:
-        print(f"verdict: not decided ({len(rows)} of {len(PLANS) * len(CAMS)} cases run)")
-    elif not passing:
-        print("verdict: no default changes")
-    else:
-        best = min(passing.values())
-        near = [c for c, m in passing.items() if m - best <= 0.002]
-        winner = "limb-ends" if "limb-ends" in near else min(passing, key=passing.get)
-        print(f"verdict: adopt {winner}")
-
+    verdict(CANDIDATES, ratios, checks, len(rows), len(PLANS) * len(CAMS), "limb-ends")
 
 if __name__ == "__main__":
     main()

@@ -20,6 +20,9 @@ from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rule_extremity import verdict  # noqa: E402  (section 20's table and verdict)
+
 PLANS = ("frog", "quadruped", "hexapod", "bird")
 CAMS = (16, 7)
 CANDIDATES = ("limb-ends+twist", "limb-ends+twist:10")
@@ -80,33 +83,7 @@ def main():
         print(f"| {case} | {joint} | " + " | ".join(
             f"{vals[r][0]:.1f} / {vals[r][1]:.1f}" if r in vals else "" for r in SHOWN) + " |")
     print()
-    print("| candidate | (1) mean r <= 0.98 | (2) max r <= 1.03 | (3) angle +<= 1.5 deg | (4) vertex <= 1.05 x | passes |")
-    print("|---|---|---|---|---|---|")
-    passing = {}
-    complete = len(rows) == len(PLANS) * len(CAMS)
-    for c in CANDIDATES:
-        if not ratios[c]:
-            print(f"| {c} | not run | | | | |")
-            continue
-        mean = sum(ratios[c]) / len(ratios[c])
-        ok = [mean <= 0.98, max(ratios[c]) <= 1.03, max(checks[c]["angle"]) <= 1.5, max(checks[c]["vertex"]) <= 1.05]
-        if all(ok) and complete:
-            passing[c] = mean
-        tag = lambda b: "pass" if b else "**fail**"  # noqa: E731
-        print(f"| {c} | {mean:.3f} ({tag(ok[0])}) | {max(ratios[c]):.3f} ({tag(ok[1])}) | "
-              f"{max(checks[c]['angle']):+.2f} ({tag(ok[2])}) | {max(checks[c]['vertex']):.3f} ({tag(ok[3])}) | "
-              f"{'yes' if c in passing else 'no'} |")
-    print()
-    if not complete:
-        print(f"verdict: not decided ({len(rows)} of {len(PLANS) * len(CAMS)} cases run)")
-    elif not passing:
-        print("verdict: no default changes")
-    else:
-        best = min(passing.values())
-        near = [c for c, m in passing.items() if m - best <= 0.002]
-        winner = "limb-ends+twist" if "limb-ends+twist" in near else min(passing, key=passing.get)
-        print(f"verdict: adopt {winner}")
-
+    verdict(CANDIDATES, ratios, checks, len(rows), len(PLANS) * len(CAMS), "limb-ends+twist")
 
 if __name__ == "__main__":
     main()
