@@ -709,22 +709,18 @@ def test_features_parts_default_is_the_probe_rules_verdict_at_todays_training(cl
     assert yaml.safe_load(proc.stdout)["parts"] == (adopted or rule.REFERENCE)
 
 
-AMP_SIGNAL_CANDIDATES = {"as25": 0.25, "as1": 1.0, "as10": 0.1}  # as10: the amendment's
-
-
-def amp_signal_verdict():
-    """The eeg18 study's rule (benchmarks/tokenize_eeg/RESULTS.md "Study: the tokens-only
-    amplitude", written before the runs) on its files, choosing splits A, B x seeds 0-1 -> (adopted
-    weight or 0.0, per-candidate pass flags). A candidate passes if against base its mean tokens-only
-    amplitude ratio is >= 0.05 lower and lower in >= 3 of 4 cells, its mean time ratio up by <= 0.03
-    and below 1 in every cell, CPU <= 1.5x; the passing one with the lowest mean max(time, amp) wins."""
+def amp_rule(glob: str, candidates) -> tuple[str | None, dict]:
+    """eeg18's rule (also eeg20's) on the study files matching ``glob``, choosing splits A, B x seeds 0-1 ->
+    (the passing candidate with the lowest mean max(time, amp), or None; per-candidate pass flags). A
+    candidate passes if against base its mean tokens-only amplitude ratio is >= 0.05 lower and lower in
+    >= 3 of 4 cells, its mean time ratio up by <= 0.03 and below 1 in every cell, CPU <= 1.5x."""
     from pathlib import Path
 
     import yaml
 
     study = Path(__file__).resolve().parents[2] / "benchmarks" / "tokenize_eeg" / "results" / "study"
     by_cell = {}
-    for path in sorted(study.glob("[AB]_ampsig*_s[01].yaml")):  # ampsig: base, as25, as1; ampsig2: as10
+    for path in sorted(study.glob(glob)):
         data = yaml.safe_load(path.read_text())
         floor = data["kmeans_floor"]
         amp = min(floor["amplitude_nmse_signal"], floor["amplitude_nmse"])
@@ -733,10 +729,10 @@ def amp_signal_verdict():
                     v["test"]["amplitude_nmse_signal"] / amp, v["train_cpu_seconds"])
              for name, v in data["variants"].items()})
     cells = list(by_cell.values())
-    assert len(cells) == 4 and all({"base", *AMP_SIGNAL_CANDIDATES} <= set(c) for c in cells)
+    assert len(cells) == 4 and all({"base", *candidates} <= set(c) for c in cells)
     mean = lambda name, i: np.mean([c[name][i] for c in cells])  # noqa: E731
     passes, worst = {}, {}
-    for name in AMP_SIGNAL_CANDIDATES:
+    for name in candidates:
         passes[name] = bool(mean("base", 1) - mean(name, 1) >= 0.05
                             and sum(c[name][1] < c["base"][1] for c in cells) >= 3
                             and mean(name, 0) - mean("base", 0) <= 0.03
@@ -744,7 +740,18 @@ def amp_signal_verdict():
                             and mean(name, 2) <= 1.5 * mean("base", 2))
         worst[name] = np.mean([max(c[name][0], c[name][1]) for c in cells])
     winners = sorted((worst[n], n) for n in passes if passes[n])
-    return (AMP_SIGNAL_CANDIDATES[winners[0][1]] if winners else 0.0), passes
+    return (winners[0][1] if winners else None), passes
+
+
+AMP_SIGNAL_CANDIDATES = {"as25": 0.25, "as1": 1.0, "as10": 0.1}  # as10: the amendment's
+
+
+def amp_signal_verdict():
+    """The eeg18 study's rule (benchmarks/tokenize_eeg/RESULTS.md "Study: the tokens-only
+    amplitude", written before the runs; :func:`amp_rule`) on its files -> (adopted weight or 0.0,
+    per-candidate pass flags)."""
+    winner, passes = amp_rule("[AB]_ampsig*_s[01].yaml", AMP_SIGNAL_CANDIDATES)  # ampsig2: as10
+    return (AMP_SIGNAL_CANDIDATES[winner] if winner else 0.0), passes
 
 
 # the eeg20 study's candidates (RESULTS.md "Study: an amplitude head"): --amplitude-head and
@@ -756,33 +763,7 @@ def amp_head_verdict():
     """The eeg20 study's rule (benchmarks/tokenize_eeg/RESULTS.md "Study: an amplitude head",
     written before the runs; eeg18's thresholds) on its files, choosing splits A, B x seeds 0-1 ->
     (adopted candidate or None, per-candidate pass flags)."""
-    from pathlib import Path
-
-    import yaml
-
-    study = Path(__file__).resolve().parents[2] / "benchmarks" / "tokenize_eeg" / "results" / "study"
-    by_cell = {}
-    for path in sorted(study.glob("[AB]_amphead*_s[01].yaml")):  # amphead(_base), amphead2: adet
-        data = yaml.safe_load(path.read_text())
-        floor = data["kmeans_floor"]
-        amp = min(floor["amplitude_nmse_signal"], floor["amplitude_nmse"])
-        by_cell.setdefault((data["split"], data["seed"]), {}).update(
-            {name: (v["test"]["time_nmse"] / floor["time_nmse"],
-                    v["test"]["amplitude_nmse_signal"] / amp, v["train_cpu_seconds"])
-             for name, v in data["variants"].items()})
-    cells = list(by_cell.values())
-    assert len(cells) == 4 and all({"base", *AMP_HEAD_CANDIDATES} <= set(c) for c in cells)
-    mean = lambda name, i: np.mean([c[name][i] for c in cells])  # noqa: E731
-    passes, worst = {}, {}
-    for name in AMP_HEAD_CANDIDATES:
-        passes[name] = bool(mean("base", 1) - mean(name, 1) >= 0.05
-                            and sum(c[name][1] < c["base"][1] for c in cells) >= 3
-                            and mean(name, 0) - mean("base", 0) <= 0.03
-                            and all(c[name][0] < 1.0 for c in cells)
-                            and mean(name, 2) <= 1.5 * mean("base", 2))
-        worst[name] = np.mean([max(c[name][0], c[name][1]) for c in cells])
-    winners = sorted((worst[n], n) for n in passes if passes[n])
-    return (winners[0][1] if winners else None), passes
+    return amp_rule("[AB]_amphead*_s[01].yaml", AMP_HEAD_CANDIDATES)  # amphead(_base), amphead2: adet
 
 
 def test_amplitude_head_default_follows_the_amplitude_head_rule(sh):
