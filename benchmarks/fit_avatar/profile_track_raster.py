@@ -32,8 +32,10 @@ from cortexkit.tools.avatar import raster
 HEX = Path(__file__).resolve().parents[2] / "tests" / "data" / "hexapod"
 
 
-def record(args):
-    from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape, track_sequence
+def keypoint_avatar(args):
+    """The masked views of ``args.template``'s first clip (16-camera ring, 48 px crops, 2 px noise, 20 %
+    dropouts, 3 % outliers, seed 0) and the keypoint-only avatar fitted to them at 6 keyframes."""
+    from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape
     from cortexkit.tools.avatar.synth import SynthConfig, make_views
     from make_template import load_template
 
@@ -43,6 +45,13 @@ def record(args):
                            SynthConfig(noise=2.0, dropout=0.2, outliers=0.03, crop=48, masks=True, seed=0))
     obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
     shaped = fit_avatar_shape(tpl, obs, FitConfig(silhouettes=False, shape_steps=(100, 150, 150, 60)), 6)
+    return tpl, obs, shaped
+
+
+def record(args):
+    from cortexkit.tools.avatar.fit import FitConfig, track_sequence
+
+    tpl, obs, shaped = keypoint_avatar(args)
     rec, fwd, n = [], [0.0], [0]
 
     def wrap(pix, faces, size, sigma, **kw):
@@ -84,16 +93,9 @@ def breakdown(args):
     selection's chunk loop before section 21), each with process_time accumulators around the
     rasteriser's forward (its setup before the chunk loop apart) and backward, the whole autograd
     backward, the projection into the crops, the posed model (skinning), Adam's step, and the rest."""
-    from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape, track_sequence
-    from cortexkit.tools.avatar.synth import SynthConfig, make_views
-    from make_template import load_template
+    from cortexkit.tools.avatar.fit import FitConfig, track_sequence
 
-    mesh, tpl = load_template(Path(args.template))
-    world = mesh.animations[next(iter(mesh.animations))]["world"][:args.frames]
-    cams, syn = make_views(tpl, world, 1000.0, "ring:16", None,
-                           SynthConfig(noise=2.0, dropout=0.2, outliers=0.03, crop=48, masks=True, seed=0))
-    obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
-    shaped = fit_avatar_shape(tpl, obs, FitConfig(silhouettes=False, shape_steps=(100, 150, 150, 60)), 6)
+    tpl, obs, shaped = keypoint_avatar(args)
     clock = {}
 
     def timed(name, fn):
