@@ -283,17 +283,9 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
     from cortexkit.tools.avatar.inputs import read_template
     from cortexkit.tools.avatar.io import AVATAR
 
+    given = click.get_current_context().get_parameter_source("extremities") is click.core.ParameterSource.COMMANDLINE
     tpl, _, _, _ = read_template(template, template_units, keypoints, limits, exclude_offsets, symmetry,
-                                 run.read_artifact, extremities)
-    if not template.lower().endswith((".glb", ".gltf")):
-        given = [f"--{n.replace('_', '-')}" for n, v in (("keypoints", keypoints), ("limits", limits),
-                 ("exclude_offsets", exclude_offsets), ("symmetry", symmetry)) if v is not None]
-        source = click.get_current_context().get_parameter_source("extremities")
-        if source is click.core.ParameterSource.COMMANDLINE:
-            given.append("--extremities")
-        if given:
-            run.warn(f"{', '.join(given)} apply to a glTF template; the avatar {template} keeps the keypoint "
-                     "map, limits, offsets, symmetry and extremity marks it stores")
+                                 run.read_artifact, extremities, run.warn, given)
     if keypoint_offsets == "auto":  # an avatar's keypoint map: known once it is read
         from cortexkit.tools.avatar.markers import auto_keypoint_offsets, template_vertex_sets
 

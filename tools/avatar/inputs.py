@@ -136,10 +136,12 @@ def read_limits(path):
 
 
 def read_template(source: str, units: str, keypoints, limits, exclude, symmetry, read_artifact,
-                  extremities: str | None = None):
+                  extremities: str | None = None, warn=None, extremities_given: bool = False):
     """A glTF skin or an avatar artifact -> (Template, Shape or None, clips, unit factor).
     ``extremities``: the temporal term's extremity rule for a glTF (default: the model's); an
-    avatar keeps the marks it stores."""
+    avatar keeps the marks it stores, and ``warn`` is told once when the options that only shape a
+    glTF (``keypoints``, ``limits``, ``exclude``, ``symmetry``, ``extremities`` when
+    ``extremities_given``) come with an avatar."""
     from cortexkit.formats.calibration import unit_factor
 
     if source.lower().endswith((".glb", ".gltf")):
@@ -158,4 +160,9 @@ def read_template(source: str, units: str, keypoints, limits, exclude, symmetry,
     from cortexkit.tools.avatar.io import AVATAR, avatar_from_artifact
 
     tpl, shape, _ = avatar_from_artifact(read_artifact(source, AVATAR))
+    given = [f"--{n}" for n, v in (("keypoints", keypoints), ("limits", limits), ("exclude-offsets", exclude),
+                                    ("symmetry", symmetry), ("extremities", extremities_given or None)) if v is not None]
+    if given and warn is not None:
+        warn(f"{', '.join(given)} apply to a glTF template; the avatar {source} keeps the keypoint map, limits, "
+             "offsets, symmetry and extremity marks it stores")
     return tpl, shape, {}, 1.0
