@@ -19,16 +19,12 @@ group = tool_group(
 UNITS = click.Choice(["mm", "cm", "m"])
 MAX_RING = 256  # virtual cameras of --rig ring:N (the size guard of synth: every camera renders every frame)
 
-def _views(run, inputs, calibration, units, camera_names):
-    from cortexkit.tools.avatar.inputs import read_views
+def _views(run, inputs, calibration, units, camera_names, masks=None):
+    """The verbs' views: an artifact or 2D files (+ --calibration), with --masks files cropped in."""
+    from cortexkit.tools.avatar.inputs import read_views, with_file_masks
 
-    return read_views(inputs, calibration, units, camera_names, run.read_artifact, run.warn)
-
-
-def _file_masks(views, source, crop):
-    from cortexkit.tools.avatar.inputs import with_file_masks
-
-    return with_file_masks(views, source, crop)
+    return with_file_masks(read_views(inputs, calibration, units, camera_names, run.read_artifact, run.warn),
+                           masks, 64)
 
 
 template_units = click.option("--template-units", type=UNITS, default="m", show_default=True,
@@ -294,7 +290,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
         run.config["keypoint-offsets"] = keypoint_offsets
     if "keypoint-offsets" in run.why:
         run.detail(f"keypoint offsets: {run.why['keypoint-offsets']}")
-    views = _file_masks(_views(run, inputs, calibration, units, camera_names), masks_dir, 64)
+    views = _views(run, inputs, calibration, units, camera_names, masks_dir)
     tensors, meta = api.shape(run, tpl, views, steps=steps, keyframes=keyframes, n_keyframes=n_keyframes,
                               images_dir=images_dir, silhouettes=silhouettes, gate=gate,
                               silhouette_weight=silhouette_weight, temporal_weight=temporal_weight, lr=lr,
@@ -325,14 +321,7 @@ def shape(run, template, inputs, template_units, calibration, units, camera_name
 def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps, window, overlap, plot,
           baseline, baseline_frames, masks_dir, silhouettes, gate, silhouette_weight, temporal_weight, lr,
           temporal_order, outlier_px):
-    """Per-frame pose with the avatar frozen: avatar + views -> avatar-poses.
-
-    With masks, the soft rasteriser picks the (pixel, face) pairs its backward needs once a chunk's
-    coverage is complete (the deferred selection, the default since 2026-12-07): the same silhouettes bit
-    for bit and the same gradient to float rounding, at 0.86-0.90 x the CPU per frame (benchmarks/fit_avatar
-    RESULTS section 18); its chunk loop runs lean (call-wide buffers, one selection per call: the same
-    silhouettes and gradient bit for bit, 0.85-0.92 x the CPU per frame, about 1.5-1.7 s per frame at 16
-    cameras; section 21)."""
+    """Per-frame pose with the avatar frozen: avatar + views -> avatar-poses."""
     from cortexkit.tools.avatar import api
     from cortexkit.tools.avatar.io import POSES, avatar_from_artifact
 
@@ -341,7 +330,7 @@ def track(run, avatar, inputs, calibration, units, camera_names, cameras, steps,
     if overlap >= window:
         raise CortexError(f"--overlap {overlap} must be smaller than --window {window}")
     tpl, shp, _ = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
-    views = _file_masks(_views(run, inputs, calibration, units, camera_names), masks_dir, 64)
+    views = _views(run, inputs, calibration, units, camera_names, masks_dir)
     config = api.fit_config(silhouettes=silhouettes, gate=gate, silhouette_weight=silhouette_weight,
                             temporal_weight=temporal_weight, lr=lr, track_steps=steps, window=window,
                             overlap=overlap, cameras=cameras, outlier_px=outlier_px,
@@ -429,27 +418,10 @@ def evaluate(run, views, points, avatar, poses, reference):
               help="Masks to compare with (as for track): adds per-camera IoU to the report.")
 def render(run, avatar, poses, inputs, calibration, units, camera_names, mask_dir, masks_dir):
     """Fitted silhouettes per camera as mask images (full frame), with IoU against masks you have."""
+    from cortexkit.tools.avatar import api
     from cortexkit.tools.avatar.io import POSES, avatar_from_artifact, poses_from_artifact
-    from cortexkit.tools.avatar.model import forward
 
     tpl, shp, _ = avatar_from_artifact(run.read_artifact(avatar, "avatar"))
     pose = poses_from_artifact(run.read_artifact(poses, POSES))
-    views = _file_masks(_views(run, inputs, calibration, units, camera_names), masks_dir, 64)
-    cams, F = views["cameras"], len(views["keypoints"])
-    if pose.rotations.shape[0] != F:
-        raise CortexError(f"{poses}: {pose.rotations.shape[0]} frames of poses, the views have {F}")
-    import torch
-
-    with torch.no_grad():
-        verts, _, _ = forward(tpl, shp, pose)
-    from cortexkit.tools.avatar.texture import write_renders
-
-    write_renders(cams, verts, tpl.faces, None, None, mask_dir, progress=run.progress)
-    report = {"frames": F, "cameras": list(cams.names), "mask_dir": mask_dir}
-    if views["masks"] is not None and views["crops"] is not None:
-        from cortexkit.tools.avatar.metrics import silhouette_iou_per_camera
-
-        iou = silhouette_iou_per_camera(tpl, verts, cams, views["crops"], views["masks"])
-        report["iou"] = {n: round(float(x), 4) for n, x in zip(cams.names, iou)}
-        report["iou_mean"] = round(float(iou.mean()), 4)
-    run.write_report(report)
+    views = _views(run, inputs, calibration, units, camera_names, masks_dir)
+    run.write_report(api.render(run, tpl, shp, pose, views, mask_dir, source=poses))

@@ -140,3 +140,28 @@ def track(log, tpl, shp, views, config, *, baseline_frames: int | None, plot=Non
     tensors, meta = poses_to_tensors(result.pose, result.keypoint_error, result.silhouette_error,
                                      result.cameras_used, per_frame, tpl.joint_names, views["fps"])
     return tensors, {**meta, **({"avatar.baseline": check} if check else {})}
+
+
+def render(log, tpl, shp, pose, views, mask_dir: str, source: str = "poses") -> dict:
+    """The render verb: the fitted silhouettes of ``pose`` per camera as full-frame mask images under
+    ``mask_dir`` -> report (per-camera IoU against ``views``' masks when it has them); ``source`` names
+    the poses in errors."""
+    import torch
+
+    from cortexkit.tools.avatar.model import forward
+    from cortexkit.tools.avatar.texture import write_renders
+
+    cams, F = views["cameras"], len(views["keypoints"])
+    if pose.rotations.shape[0] != F:
+        raise CortexError(f"{source}: {pose.rotations.shape[0]} frames of poses, the views have {F}")
+    with torch.no_grad():
+        verts, _, _ = forward(tpl, shp, pose)
+    write_renders(cams, verts, tpl.faces, None, None, mask_dir, progress=log.progress)
+    report = {"frames": F, "cameras": list(cams.names), "mask_dir": mask_dir}
+    if views["masks"] is not None and views["crops"] is not None:
+        from cortexkit.tools.avatar.metrics import silhouette_iou_per_camera
+
+        iou = silhouette_iou_per_camera(tpl, verts, cams, views["crops"], views["masks"])
+        report["iou"] = {n: round(float(x), 4) for n, x in zip(cams.names, iou)}
+        report["iou_mean"] = round(float(iou.mean()), 4)
+    return report
