@@ -407,9 +407,16 @@ def test_speed_and_units_are_told(capsys, trained, shared_data, tmp_path):
     assert report["window_cut"]["mode"] == "events" and report["window_cut"]["events"] == ["T1"]
 
 
+def validation_readout(tok):
+    readout = read(tok, "eeg-tokenizer").meta_json("eeg.validation")["kmeans_amplitude_readout"]
+    assert readout in ("centroid", "log_amplitude_centroid", "cluster_mean")
+    return readout.replace("_", " ")
+
+
 def test_train_reports_the_kmeans_floor_and_why_it_stopped(trained):
     tok, stderr = trained
     assert "tokenizer vs k-means on the same patches (codebook 16)" in stderr
+    assert f"(k-means amplitude read by its {validation_readout(tok)})" in stderr
     artifact = read(tok, "eeg-tokenizer")
     validation = artifact.meta_json("eeg.validation")
     assert validation["windows"] == 1 and set(validation["tokenizer"]) == {"time_nmse",

@@ -414,6 +414,24 @@ def test_kmeans_floor_reports_the_cluster_mean_amplitude_read_out():
     assert floor["amplitude_nmse_cluster_mean"] > 0
 
 
+def test_train_floor_check_reads_kmeans_amplitude_at_its_best():
+    """api.compare_with_floor (train's warning): the k-means amplitude it compares with is the best of
+    floor.kmeans_floor's three token-id read-outs of the same fit, and it names the one it took; on
+    these random sines the cluster-mean read-out beats both centroids' (a centroid of out-of-phase sines
+    is smaller than each), so the floor is not the centroid's."""
+    from cortexkit.tools.eeg.floor import kmeans_floor
+
+    x, held = _sines(40, 1), _sines(3, 11)
+    model = TFDualTokenizer(tiny(kmeans_init=True, depth=0)).eval()
+    out = api.compare_with_floor(model, x, held, seed=0)
+    floor = kmeans_floor(x.reshape(-1, 1, 1, 200), held, 16, seed=0, iterations=15)
+    readouts = {"centroid": floor["amplitude_nmse_signal"], "log_amplitude_centroid": floor["amplitude_nmse"],
+                "cluster_mean": floor["amplitude_nmse_cluster_mean"]}
+    assert out["kmeans"]["amplitude_nmse_signal"] == pytest.approx(min(readouts.values()), rel=1e-12)
+    assert out["kmeans_amplitude_readout"] == min(readouts, key=readouts.get) == "cluster_mean"
+    assert out["kmeans"]["time_nmse"] == pytest.approx(floor["time_nmse"], rel=1e-12)
+
+
 def test_warm_start_begins_training_at_the_kmeans_floor():
     """TrainConfig.warm_start_epochs (tools/eeg/warmstart.py): before any epoch of the paper's
     training, the tokens follow the k-means partition of the patches and the decoders reproduce its

@@ -101,7 +101,8 @@ def _floor_check(log, model, x, validation_x):
     out = compare_with_floor(model, x, validation_x, seed=log.seed or 0, device=log.device)
     pairs = ", ".join(f"{k} {out['tokenizer'][k]:.3f} vs {out['kmeans'][k]:.3f}" for k in out["tokenizer"])
     log.info(f"validation ({out['windows']} windows), tokenizer vs k-means on the same patches "
-             f"(codebook {model.config.codebook_size}): {pairs}")
+             f"(codebook {model.config.codebook_size}): {pairs} (k-means amplitude read by its "
+             f"{out['kmeans_amplitude_readout'].replace('_', ' ')})")
     if out["loses"]:
         log.warn(f"k-means on the same patches reconstructs better ({', '.join(out['loses'])}) "
                  "on the validation windows: train longer (--epochs), on more data, or use "
@@ -276,8 +277,8 @@ def compare_with_floor(model: TFDualTokenizer, train_x: np.ndarray, validation_x
                        device="cpu") -> dict:
     """The tokenizer and the k-means floor of the same codebook size (fitted on at most
     ``max_patches`` random training patches) on the validation windows (M, C, P, L): tokens-only
-    time NMSE and amplitude NMSE of each (the k-means amplitude: the better of its two codebooks),
-    and ``loses``: the metrics where k-means is better."""
+    time NMSE and amplitude NMSE of each (the k-means amplitude: its best read-out by token id, named in
+    ``kmeans_amplitude_readout``), and ``loses``: the metrics where k-means is better."""
     patches = train_x.reshape(-1, 1, 1, train_x.shape[-1])
     if len(patches) > max_patches:
         pick = np.random.default_rng(seed).choice(len(patches), max_patches, replace=False)
@@ -291,9 +292,13 @@ def compare_with_floor(model: TFDualTokenizer, train_x: np.ndarray, validation_x
 
     ours = evaluate(model, [_Batch(validation_x[i:i + 32]) for i in range(0, len(validation_x), 32)],
                     device=device)["reconstruction"]
-    # the floor's amplitude: the better of its two codebooks (|rfft| of the temporal centroid, or
-    # exp of the log-amplitude centroid), both from the token id alone
-    best_amplitude = min(floor["amplitude_nmse_signal"], floor["amplitude_nmse"])
+    # the floor's amplitude: its best read-out from the token id alone (|rfft| of the temporal centroid,
+    # exp of the log-amplitude centroid, or each temporal cluster's mean |rfft|: the read-out the
+    # tokenizer's own amplitude head gets; RESULTS, eeg20)
+    readouts = {"centroid": floor["amplitude_nmse_signal"], "log_amplitude_centroid": floor["amplitude_nmse"],
+                "cluster_mean": floor["amplitude_nmse_cluster_mean"]}
+    readout = min(readouts, key=readouts.get)
+    best_amplitude = readouts[readout]
     if model.dual:
         ours_keys = {"time_nmse": "time_nmse", "amplitude_nmse_signal": "amplitude_nmse_signal"}
         kmeans_values = {"time_nmse": floor["time_nmse"], "amplitude_nmse_signal": best_amplitude}
@@ -303,7 +308,7 @@ def compare_with_floor(model: TFDualTokenizer, train_x: np.ndarray, validation_x
     keys = tuple(ours_keys)
     out = {"windows": int(len(validation_x)), "kmeans_patches": int(len(patches)),
            "tokenizer": {k: float(ours[ours_keys[k]]) for k in keys},
-           "kmeans": {k: float(kmeans_values[k]) for k in keys}}
+           "kmeans": {k: float(kmeans_values[k]) for k in keys}, "kmeans_amplitude_readout": readout}
     out["ratio"] = {k: out["tokenizer"][k] / max(out["kmeans"][k], 1e-12) for k in keys}
     out["loses"] = [k for k in keys if out["tokenizer"][k] > out["kmeans"][k]]
     return out

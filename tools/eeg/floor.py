@@ -65,8 +65,8 @@ def kmeans_floor(train: np.ndarray, validation: np.ndarray, k: int, *, seed: int
     """Fit both k-means codebooks on the patches of ``train`` (N, C, P, L) and reconstruct those of
     ``validation`` (M, C, P, L) from their token ids alone -> time_nmse, amplitude_nmse_signal
     (|rfft| of the temporal centroid) and amplitude_nmse (exp of the log-amplitude centroid); for
-    information, amplitude_nmse_cluster_mean: the mean |rfft| of each temporal cluster's training
-    patches, read by token (the k-means analogue of an amplitude head; not part of the floor)."""
+    amplitude_nmse_cluster_mean: the mean |rfft| of each temporal cluster's training patches, read by
+    token (the k-means analogue of an amplitude head; train's floor check takes the best of the three)."""
     generator = torch.Generator().manual_seed(seed)
     length = train.shape[-1]
     fit = torch.from_numpy(np.ascontiguousarray(train, dtype=np.float32)).reshape(-1, length)
