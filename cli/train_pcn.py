@@ -134,8 +134,10 @@ method_options = option_set(
     click.option("--weight-norm-mode", type=click.Choice(WEIGHT_NORM_MODES),
                  default=DEFAULT_WEIGHT_NORM_MODE, show_default=True,
                  help="After every weight step: pin each layer's (sqrt(m)+sqrt(n)) std(W) at the "
-                 "gain, or cap it there (scale down only a layer above the gain, so a layer may "
-                 "shrink). Exact at initialisation either way."),
+                 "gain, cap it there (scale down only a layer above the gain, so a layer may "
+                 "shrink), or learn: pin it at a per-layer gain that is itself trained (one "
+                 "log-gain per layer, starting at the resolved gain). Exact at initialisation "
+                 "in every mode."),
     click.option("--weight-clip", type=positive, default=None,
                  help="Clamp weights to [-C, C] after normalisation (off by default)."),
     click.option("--steps", type=Size(min=0, max=MAX_STEPS, what="inference steps"), default=None,

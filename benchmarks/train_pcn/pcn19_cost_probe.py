@@ -16,6 +16,13 @@ seconds per epoch <= 1.3x BP's.
 
     OMP_NUM_THREADS=1 python benchmarks/train_pcn/pcn19_cost_probe.py --pairs 300 --depths 3,5,8 \\
         --bp -o benchmarks/train_pcn/pcn20_cost_probe.yaml
+
+pcn21 added ``--candidate MODE[:DECAY]`` (default cap:1, the runs above): the batch timed against
+pin, e.g. ``learn`` (pin at learnt per-layer gains, their gradient <G, W> per layer and one more
+AdamW parameter).
+
+    OMP_NUM_THREADS=1 python benchmarks/train_pcn/pcn19_cost_probe.py --pairs 300 --depths 3,5,16 \
+        --bp --candidate learn -o benchmarks/train_pcn/pcn21_cost_probe.yaml
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import torch
 from cortexkit.tools.pcn.defaults import DEFAULT_GAIN, default_steps
 from cortexkit.tools.pcn.inference import InferenceConfig
 from cortexkit.tools.pcn.network import NetworkSpec, build_network
-from cortexkit.tools.pcn.train import TrainConfig, _inference, normalize_weights
+from cortexkit.tools.pcn.train import LearntGains, TrainConfig, _inference, normalize_weights
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import write_yaml  # noqa: E402
@@ -43,17 +50,23 @@ def runner(spec, mode, decay, batch=128, method="meta-pcn"):
     net = build_network(spec)
     x = torch.randn(batch, *spec.in_shape)
     y = torch.randint(0, spec.classes, (batch,))
-    opt = torch.optim.AdamW(net.parameters(), lr=1e-4, weight_decay=decay)
+    gains = LearntGains(net, DEFAULT_GAIN) if mode == "learn" else None
+    opt = torch.optim.AdamW(list(net.parameters()) + ([gains.log_gain] if gains else []),
+                            lr=1e-4, weight_decay=decay)
     cfg = TrainConfig(method=method,
                       inference=InferenceConfig(default_steps(method, spec.depth), 1.0))
     params = list(net.parameters())
+    if mode is not None:
+        normalize_weights(net, DEFAULT_GAIN)
 
     def weight_step(grads):
         for p, g in zip(params, grads):
             p.grad = g
+        if gains is not None:
+            gains.set_grad()
         opt.step()
         if mode is not None:                  # None: plain BP, no weight normalisation
-            normalize_weights(net, DEFAULT_GAIN, mode=mode)
+            normalize_weights(net, gains.values() if gains else DEFAULT_GAIN, mode=mode)
 
     def one():
         weight_step(_inference(net, x, y, cfg, 1.0 / batch, weight_step).grads)
@@ -76,18 +89,24 @@ def main(argv=None):
     p.add_argument("--pairs", type=int, default=200)
     p.add_argument("--depths", default="5,8,12,16")
     p.add_argument("--bp", action="store_true", help="time a plain-BP batch in every pair too")
+    p.add_argument("--candidate", default="cap:1",
+                   help="MODE[:AdamW DECAY] timed against pin (pcn21: learn)")
     p.add_argument("-o", "--output", default="-")
     args = p.parse_args(argv)
+    cand_mode, _, cand_decay = args.candidate.partition(":")
+    cand_decay = float(cand_decay or 0.0)
+    label = args.candidate.replace(":", "").replace(".", "")
     torch.set_num_threads(1)
     out = {"settings": "Meta-PCN defaults (T = L - 1), batch 128, 1 thread, CPU clock; pin vs "
-                       "cap + AdamW decay 1 alternating, order flipped every pair",
+                       f"{args.candidate} (MODE:AdamW decay) alternating, order flipped every pair",
+           "candidate": args.candidate,
            "pairs": args.pairs, "results": {}}
     if args.bp:
         out["settings"] += "; plain BP (no WN, decay 0) in every pair, orders cycling"
     orders = list(itertools.permutations(range(3)))
     for depth in (int(d) for d in args.depths.split(",")):
         spec = NetworkSpec("mlp", (1, 28, 28), 10, width=128, depth=depth)
-        (pin, pin_opt), (cap, cap_opt) = runner(spec, "pin", 0.0), runner(spec, "cap", 1.0)
+        (pin, pin_opt), (cap, cap_opt) = runner(spec, "pin", 0.0), runner(spec, cand_mode, cand_decay)
         bp = runner(spec, None, 0.0, method="bp")[0] if args.bp else None
         ratios, tp, tc, op, oc, cb, pb = [], [], [], [], [], [], []
         for i in range(args.pairs):
@@ -116,7 +135,7 @@ def main(argv=None):
             "pin_ms": round(1e3 * float(np.median(tp)), 3),
             "adamw_step_us_decay0": round(1e6 * float(np.median(op)), 1),
             "adamw_step_us_decay1": round(1e6 * float(np.median(oc)), 1)}
-        for name, r in (("cap1_over_bp", cb), ("pin_over_bp", pb)) if bp is not None else ():
+        for name, r in ((f"{label}_over_bp", cb), ("pin_over_bp", pb)) if bp is not None else ():
             out["results"][f"MLP L={depth} w128"][name] = {
                 "median": round(float(np.median(r)), 3),
                 "iqr": [round(float(np.percentile(r, 25)), 3),

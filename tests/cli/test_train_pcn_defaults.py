@@ -214,3 +214,31 @@ def test_baseline_figure_is_a_separate_bp_run_and_the_warning_fires_once(cli, tm
     check = read_artifact(str(tmp_path / "win.st")).meta_json("pcn.baseline")
     assert check["baseline"] == "bp" and check["method_top1"] >= check["baseline_top1"] - 0.005
     assert "warning" not in win.stderr and "BP" in win.stderr, win.stderr
+
+
+def test_weight_norm_mode_learn_through_the_command(cli, tmp_path):
+    """pcn21: --weight-norm-mode learn (a trainable per-layer gain, initialised at the resolved
+    one) reaches --print-config and the stored config; its layers end at gains other than the
+    fan gains while a pinned run's (same seed) stay at them: the gains are learnt, the weights
+    still normalised to them."""
+    from cortexkit.formats.artifact import read_artifact
+    from cortexkit.tools.pcn import api
+    from cortexkit.tools.pcn.network import weight_layers
+    from cortexkit.tools.pcn.train import layer_gains, spectral_proxy
+
+    assert printed(cli, "--depth", "5", "--weight-norm-mode", "learn")["weight-norm-mode"] == "learn"
+    train = write_set(tmp_path / "t.st", *make_images(60))
+    moved = {}
+    for mode in ("pin", "learn"):
+        out = tmp_path / f"{mode}.st"
+        p = cli(TOOL, "train", train, "--depth", "4", "--width", "8", "--epochs", "3", "--lr", "0.05",
+                "--baseline", "none", "--seed", "1", "--weight-norm-mode", mode, "-o", out)
+        assert p.returncode == 0, p.stderr
+        art = read_artifact(out, "pcn-model")
+        assert yaml.safe_load(art.metadata["cortexkit.config"])["weight-norm-mode"] == mode
+        model = api.load_model(art.tensors, art.meta_json)
+        proxies = [spectral_proxy(l.weight) for l in weight_layers(model.net)]
+        gains = layer_gains(model.net, "fan")
+        moved[mode] = max(abs(p / g - 1) for p, g in zip(proxies, gains))
+    assert moved["pin"] < 1e-5
+    assert moved["learn"] > 1e-2, moved

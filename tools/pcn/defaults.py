@@ -30,8 +30,9 @@ GAIN_RULE_PARAMS = {"fan": (0.0, 1.0), "fan-act": (1.0, 1.0), "fan-sqrt-act": (0
 GAIN_RULES = tuple(GAIN_RULE_PARAMS)
 DEFAULT_GAIN = "fan"
 # after every weight step: pin = normalise exactly to the gain (the paper's regulariser as
-# written); cap = scale down only a layer whose spectral proxy exceeds the gain (pcn17)
-WEIGHT_NORM_MODES = ("pin", "cap")
+# written); cap = scale down only a layer whose spectral proxy exceeds the gain (pcn17); learn =
+# pin at a per-layer gain that is itself trained (Salimans & Kingma's w = g v / ||v||; pcn21)
+WEIGHT_NORM_MODES = ("pin", "cap", "learn")
 DEFAULT_WEIGHT_NORM_MODE = "pin"
 PC_STATE_LR = 0.1
 PC_MIN_STEPS = 8

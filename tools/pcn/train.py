@@ -11,8 +11,12 @@ square of a random input (std(W) sqrt(n) = 1), and ``fan-act`` = that times
 1 / sqrt(E phi(z)^2), z ~ N(0, 1), for a layer whose output goes through the activation phi. Applied exactly at initialisation; after every weight step
 either again exactly (mode ``pin``) or only from above (mode ``cap``: W <- W min(1, gain /
 ((sqrt(m) + sqrt(n)) std(W))), the spectral proxy clipped at the gain, so a layer may shrink but
-never grow past it: the submitted abstract's "normalization and clipping"); optional entry-wise
-clipping to [-clip, clip] afterwards (off by default).
+never grow past it: the submitted abstract's "normalization and clipping"), or exactly at a gain
+that is learnt (mode ``learn``: Salimans & Kingma's w = g v / ||v||, one trainable log-gain
+s_l = log g_l per normalised layer, initialised at the resolved gain so step 0 is pin's, trained
+by the weights' optimizer; its gradient dLoss/ds_l = <dLoss/dW_l, W_l> is the layer's own weight
+gradient contracted with its weight, local to the layer, so Meta-PCN computes it from its local
+weight update); optional entry-wise clipping to [-clip, clip] afterwards (off by default).
 
 Schedule (PCX's): the learning rate starts at lr, rises linearly to 1.1 lr over the first
 ``warmup`` fraction of weight steps, then follows a cosine down to 0.1 lr.
@@ -154,15 +158,18 @@ def layer_gains(net: Network, gain: float | str, act_power: float | None = None,
 
 
 @torch.no_grad()
-def normalize_weights(net: Network, gain: float | str = 1.0, clip: float | None = None,
+def normalize_weights(net: Network, gain: float | str | list = 1.0, clip: float | None = None,
                       mode: str = "pin") -> None:
     """W <- g * W / ((sqrt(m)+sqrt(n)) std(W)) for every weight layer (each convolution of a
     residual block, its shortcut too), g = ``gain`` or its per-layer rule (:func:`layer_gains`);
     biases untouched. ``mode`` ``cap``: W <- W min(1, g / ((sqrt(m)+sqrt(n)) std(W))), i.e. only
-    a layer whose spectral proxy exceeds g is scaled (down to g); one below it is left as it is."""
+    a layer whose spectral proxy exceeds g is scaled (down to g); one below it is left as it is.
+    ``learn`` normalises as ``pin``; ``gain`` may then be the list of per-layer gains (one per
+    :func:`weight_layers` entry, None for a layer left free), the learnt ones."""
     if mode not in WEIGHT_NORM_MODES:
         raise ValueError(f"unknown weight-norm mode '{mode}' (one of {', '.join(WEIGHT_NORM_MODES)})")
-    for layer, target in zip(weight_layers(net), layer_gains(net, gain)):
+    targets = gain if isinstance(gain, list) else layer_gains(net, gain)
+    for layer, target in zip(weight_layers(net), targets):
         weight = layer.weight
         m, n = fan_out_in(weight)
         std = weight.std(unbiased=False)
@@ -170,9 +177,39 @@ def normalize_weights(net: Network, gain: float | str = 1.0, clip: float | None 
             factor = target / ((math.sqrt(m) + math.sqrt(n)) * std)
             # cap: a factor of at most 1 (x 1.0 leaves a layer below the gain bit for bit);
             # clamp, not a branch, so a GPU run does not wait on the comparison
-            weight.mul_(factor if mode == "pin" else factor.clamp(max=1.0))
+            weight.mul_(factor.clamp(max=1.0) if mode == "cap" else factor)
         if clip is not None:
             weight.clamp_(-clip, clip)
+
+
+class LearntGains:
+    """Mode ``learn``'s trainable gains: ``log_gain`` (one entry per normalised weight layer,
+    :func:`weight_layers` order, layers a rule leaves free skipped), initialised at the log of the
+    resolved gains. W_l = g_l V_l, V_l of unit spectral proxy, so dLoss/d log g_l =
+    <dLoss/dW_l, W_l>: :meth:`set_grad` forms it from the weights' ``.grad`` (the same for BP and
+    for Meta-PCN's local update, whose weight gradients are BP's at eta_x = 1, T >= L - 1)."""
+
+    def __init__(self, net: Network, gain: float | str):
+        self.layers = weight_layers(net)
+        self.targets = layer_gains(net, gain)
+        self.learnt = [i for i, t in enumerate(self.targets) if t is not None]
+        p = next(net.parameters())
+        self.log_gain = torch.nn.Parameter(torch.tensor(
+            [math.log(self.targets[i]) for i in self.learnt], dtype=p.dtype, device=p.device))
+
+    @torch.no_grad()
+    def set_grad(self) -> None:
+        grad = torch.stack([(self.layers[i].weight.grad * self.layers[i].weight).sum()
+                            if self.layers[i].weight.grad is not None
+                            else self.log_gain.new_zeros(()) for i in self.learnt])
+        self.log_gain.grad = grad.to(self.log_gain.dtype)
+
+    def values(self) -> list[float | None]:
+        """The per-layer gains now (None for a free layer), for :func:`normalize_weights`."""
+        out: list = [None] * len(self.targets)
+        for k, i in enumerate(self.learnt):
+            out[i] = self.log_gain[k].detach().exp()
+        return out
 
 
 def warmup_cosine(total_steps: int, warmup: float = 0.1) -> Callable[[int], float]:
@@ -335,10 +372,12 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
     batches = math.ceil(n / cfg.batch_size)
     per_batch = cfg.inference.steps if cfg.method == "ipc" else 1
     total = max(1, cfg.epochs * batches * per_batch)
-    opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
-                            eps=cfg.adam_eps)
+    gains = LearntGains(net, cfg.weight_norm_gain) if (
+        cfg.weight_norm and cfg.weight_norm_mode == "learn") else None
+    opt = torch.optim.AdamW(list(net.parameters()) + ([gains.log_gain] if gains else []),
+                            lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_eps)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(total, cfg.warmup))
-    if cfg.weight_norm:  # exactly at initialisation, in either mode
+    if cfg.weight_norm:  # exactly at initialisation, in every mode
         normalize_weights(net, cfg.weight_norm_gain, cfg.weight_clip)
     distributed.broadcast_parameters(net)
     params = list(net.parameters())
@@ -348,6 +387,8 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
         grads = distributed.sum_gradients(grads)
         for p, g in zip(params, grads):
             p.grad = g.to(p.dtype)
+        if gains is not None:  # from the weights the gradients were computed at
+            gains.set_grad()
         try:
             opt.step()
         except RuntimeError as exc:  # e.g. a rate whose step overflows the parameter dtype
@@ -355,7 +396,8 @@ def train(net: Network, data: Dataset, cfg: TrainConfig, prep: Preprocess, *,
         sched.step()
         opt.zero_grad(set_to_none=True)
         if cfg.weight_norm:
-            normalize_weights(net, cfg.weight_norm_gain, cfg.weight_clip, cfg.weight_norm_mode)
+            normalize_weights(net, gains.values() if gains else cfg.weight_norm_gain,
+                              cfg.weight_clip, cfg.weight_norm_mode)
 
     history: list[EpochRecord] = []
     best_score, best_state, chosen = -1.0, None, None
