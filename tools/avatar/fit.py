@@ -123,7 +123,7 @@ class FitConfig:
     outlier_px: float = 10.0        # image px: detections farther than this from the fit are dropped
                                     # half-way (0 = keep all; robust 2D residuals)
     mesh_bones: bool = False        # also refine scale and bone scales in the mesh stage (with silhouettes)
-    # where the silhouettes act (``shape --masks-in``; one of MASKS_IN; RESULTS sections 19 and 24):
+    # where the silhouettes act (one of MASKS_IN; ``shape --masks-in`` offers the first two; RESULTS sections 19, 24):
     # "bones,mesh" the bones and the mesh stages (as bones_silhouettes says); "mesh" the mesh stage only (the
     # bones stage fits the keypoints only: bones_silhouettes false); "mesh-bones" the mesh stage only, with the
     # global scale and bone scales free there beside the offsets (with their keypoint terms and band prior),
