@@ -19,7 +19,10 @@ from 0.1 to the calibrated sigma over its steps), masks_mesh_auto (bones at 0.1,
 throughout), masks_mesh_only_auto (section 19's candidate A: no silhouettes in the bones stage, so its bones
 and global scale are keypoint-only's; the mesh stage at the blur calibrated on that fit),
 masks_mesh_only_auto_m100 (C: A with 100 mesh steps), masks_mesh_auto_m150 (B: mesh-auto with 150 mesh
-steps). A split with the pose frozen
+steps), masks_mesh_bones_auto (section 24's first candidate, masks_in mesh-bones: A with the global scale and
+bone scales free in the mesh stage beside the offsets), masks_spanned_auto (section 24's second, masks_in
+spanned,mesh: today's default with the bones stage's silhouette term moving only the spanned bone groups).
+A split with the pose frozen
 is not offered: a chain's end keypoint would move with its split.
 """
 
@@ -54,7 +57,9 @@ VARIANTS = {"keypoints": {"silhouettes": False}, "masks": {}, "mesh_only": {"bon
             "masks_mesh_only_auto_m100": {"sigma_bias": 0.03, "sigma_bias_bones": False, "bones_silhouettes": False,
                                           "shape_steps": (100, 150, 150, 100)},
             "masks_mesh_auto_m150": {"sigma_bias": 0.03, "sigma_bias_bones": False,
-                                     "shape_steps": (100, 150, 150, 150)}}
+                                     "shape_steps": (100, 150, 150, 150)},
+            "masks_mesh_bones_auto": {"sigma_bias": 0.03, "sigma_bias_bones": False, "masks_in": "mesh-bones"},
+            "masks_spanned_auto": {"sigma_bias": 0.03, "sigma_bias_bones": False, "masks_in": "spanned,mesh"}}
 
 
 def main():

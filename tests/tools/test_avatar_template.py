@@ -416,3 +416,40 @@ def test_bones_split_moves_only_the_unspanned_bones_with_silhouettes(mesh):
     assert torch.equal(split.bone_scales[spanned], keypoint_only.bone_scales[spanned])
     assert float((split.bone_scales[~spanned] - keypoint_only.bone_scales[~spanned]).abs().max()) > 1e-4
     assert torch.equal(shape(4, bones_split=True, silhouettes=False).bone_scales, keypoint_only.bone_scales)
+
+
+def test_masks_in_mesh_bones_frees_the_bones_in_the_mesh_stage_and_spanned_holds_the_rest(mesh):
+    """FitConfig.masks_in (RESULTS section 24): "mesh" and "mesh-bones" keep silhouettes out of the bones stage
+    (its bones are the keypoint-only fit's); after it "mesh" leaves scale and bone scales as they are while
+    "mesh-bones" moves them with the offsets against the silhouettes. "spanned,mesh": in the bones stage the
+    silhouette term moves only the spanned bone groups (with no keypoint or prior pull the others stay at 1
+    exactly, while "bones,mesh" moves them); an unknown value is refused."""
+    from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape, spanned_groups
+    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+
+    tpl = build(mesh, keypoints=yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text()),
+                symmetry=yaml.safe_load((HEX / "hexapod_symmetry.yaml").read_text()))
+    cfg = SynthConfig(noise=0.0, dropout=0.0, outliers=0.0, masks=True, crop=32, seed=3)
+    cams, syn = make_views(tpl, mesh.animations["Walk"]["world"][:2], 1000.0, "ring:4", None, cfg)
+    obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+    spanned = spanned_groups(tpl)
+
+    def shape(steps, **kw):
+        config = FitConfig(shape_steps=steps, crop=32, gate=1e6, sigma_bias=0.0, **kw)
+        return fit_avatar_shape(tpl, obs, config, n_keyframes=2).shape
+
+    keypoint_only = shape((0, 0, 4, 3), silhouettes=False)
+    mesh_only = shape((0, 0, 4, 3), masks_in="mesh")
+    mesh_bones = shape((0, 0, 4, 3), masks_in="mesh-bones")
+    assert float(mesh_only.scale) == float(keypoint_only.scale)
+    assert torch.equal(mesh_only.bone_scales, keypoint_only.bone_scales)
+    assert float((mesh_bones.bone_scales - keypoint_only.bone_scales).abs().max()) > 1e-4
+    assert float(mesh_bones.scale) != float(keypoint_only.scale)
+    # the bones stage alone, silhouettes only (no keypoint weight, no band prior)
+    held = shape((0, 0, 4, 0), masks_in="spanned,mesh", keypoint_weight=0.0, bone_weight=0.0)
+    free = shape((0, 0, 4, 0), keypoint_weight=0.0, bone_weight=0.0)
+    assert torch.equal(held.bone_scales[~spanned], torch.ones(int((~spanned).sum())))
+    assert float((held.bone_scales[spanned] - 1).abs().max()) > 1e-4
+    assert float((free.bone_scales[~spanned] - 1).abs().max()) > 1e-2
+    with pytest.raises(ValueError, match="masks_in"):
+        shape((0, 0, 1, 0), masks_in="bones")

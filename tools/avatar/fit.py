@@ -59,6 +59,9 @@ class Observations:
                             None if self.crops is None else self.crops[index])
 
 
+MASKS_IN = ("bones,mesh", "mesh", "mesh-bones", "spanned,mesh")   # FitConfig.masks_in's values
+
+
 @dataclass
 class FitConfig:
     keypoint_weight: float = 1.0
@@ -120,6 +123,13 @@ class FitConfig:
     outlier_px: float = 10.0        # image px: detections farther than this from the fit are dropped
                                     # half-way (0 = keep all; robust 2D residuals)
     mesh_bones: bool = False        # also refine scale and bone scales in the mesh stage (with silhouettes)
+    # where the silhouettes act (one of MASKS_IN; ``shape --masks-in`` offers the first two; RESULTS sections 19, 24):
+    # "bones,mesh" the bones and the mesh stages (as bones_silhouettes says); "mesh" the mesh stage only (the
+    # bones stage fits the keypoints only: bones_silhouettes false); "mesh-bones" the mesh stage only, with the
+    # global scale and bone scales free there beside the offsets (with their keypoint terms and band prior),
+    # so offsets and bones meet the silhouettes together; "spanned,mesh" the bones stage too, but its
+    # silhouette term moves only the bone groups a keypoint pair spans (the others get the keypoints' pull only)
+    masks_in: str = "bones,mesh"
     bones_silhouettes: bool = True  # silhouettes (gated) already in the bones stage: masks shape the bones
     bones_fixed_scale: bool = False  # with silhouettes in the bones stage, keep the global scale of the
                                      # pose stage there (study, benchmarks/fit_avatar RESULTS section 5)
@@ -430,10 +440,12 @@ class Params:
 def _optimise(template, params: Params, obs: Observations, use: torch.Tensor, config: FitConfig,
               train: list[str], steps: int, silhouettes: bool, temporal: bool,
               kp_weights: torch.Tensor, on_step: Callable | None = None, frozen_bones: torch.Tensor | None = None,
-              sigmas: list[float] | None = None):
+              sigmas: list[float] | None = None, sil_frozen_bones: torch.Tensor | None = None):
     """Adam on ``train`` for ``steps`` steps; on_step(step, l_kp (B,), l_sil (B,)) after each;
     ``frozen_bones`` (G,) bool: bone groups whose log scale gets no update; ``sigmas`` (steps,): the
-    rasteriser blur per step (an annealed stage; None: ``config.sigma`` throughout).
+    rasteriser blur per step (an annealed stage; None: ``config.sigma`` throughout);
+    ``sil_frozen_bones`` (G,) bool: bone groups the silhouette term does not move (the body it renders
+    has their scales detached; the keypoint terms and priors still move them).
     Returns the last (l_kp, l_sil, kp_cam) (detached)."""
     tensors = {n: getattr(params, n) for n in train}
     for t in tensors.values():
@@ -448,6 +460,10 @@ def _optimise(template, params: Params, obs: Observations, use: torch.Tensor, co
         opt.zero_grad()
         shape, pose = params.shape(), params.pose()
         verts, _, kps = forward(template, shape, pose, with_vertices=need_verts)
+        if silhouettes and sil_frozen_bones is not None and bool(sil_frozen_bones.any()):
+            held = torch.where(sil_frozen_bones, shape.bone_scales.detach(), shape.bone_scales)
+            verts, _, _ = forward(template, Shape(shape.scale, held, shape.offsets, shape.markers, shape.marker_names),
+                                  pose, with_vertices=True)
         step_config = config if sigmas is None else replace(config, sigma=sigmas[step])
         l_kp, l_sil, kp_cam = image_terms(template, verts, kps, obs, use, step_config, silhouettes, kp_weights)
         limit, bone, smooth, temp = prior_terms(template, shape, pose, config, params.length,
@@ -573,17 +589,23 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
         params.marker_names = list(template.keypoint_names)
     use = select_cameras(obs.confidence, config.cameras)
     kw = _kp_weights(template, config)
+    if config.masks_in not in MASKS_IN:
+        raise ValueError(f"masks_in {config.masks_in!r}: one of {', '.join(MASKS_IN)}")
     split = config.silhouettes and config.bones_split
-    bones_sil = config.silhouettes and config.bones_silhouettes and not split
+    bones_sil = (config.silhouettes and config.bones_silhouettes and not split
+                 and config.masks_in in ("bones,mesh", "spanned,mesh"))
+    mesh_bones = config.mesh_bones or config.masks_in == "mesh-bones"
     stages = [("global", ["grot", "dt", "log_scale"], False),
               ("pose", ["grot", "dt", "log_scale", "rot"], False),
               ("bones", ["grot", "dt", "rot", "log_bones"] + ([] if bones_sil and config.bones_fixed_scale else ["log_scale"])
                + (["markers"] if markers and config.markers_in_bones else [])
                + (["offsets"] if config.bones_offsets else []), bones_sil),
-              ("mesh", ["grot", "dt", "rot", "offsets"] + (["log_scale", "log_bones"] if config.mesh_bones else [])
+              ("mesh", ["grot", "dt", "rot", "offsets"] + (["log_scale", "log_bones"] if mesh_bones else [])
                + (["markers"] if markers else []), config.silhouettes)]
     stage_steps = list(config.shape_steps)
-    frozen = {}
+    frozen, sil_frozen = {}, {}
+    if bones_sil and config.masks_in == "spanned,mesh":   # the silhouettes leave the unspanned groups alone
+        sil_frozen["bones"] = ~spanned_groups(template)
     if split:   # silhouettes move only the bones no keypoint pair spans; keypoints keep their chains' lengths
         stages.insert(3, ("split", ["grot", "dt", "rot", "log_bones"], True))
         stage_steps.insert(3, stage_steps[2])
@@ -629,7 +651,7 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
                     hooks.detail(f"shape {name} step {step + 1}/{steps}: keypoints {float(l_kp.mean()):.3f} "
                                  f"crop px, silhouette {float(l_sil.mean()):.4f}")
             last = _optimise(template, params, obs, use, stage_config, train, steps, sil, False, kw, on_step,
-                             frozen.get(name), sigmas)
+                             frozen.get(name), sigmas, sil_frozen.get(name))
         hooks.log(f"shape stage {name}: keypoint error {last[0].mean():.3f} crop px, "
                   f"silhouette {last[1].mean():.4f}")
         hooks.stop(f"shape {name}", steps, steps, "steps", "completed",
