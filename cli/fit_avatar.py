@@ -200,13 +200,14 @@ def sigma_options(sigma) -> dict:
 # model.EXTREMITY_RULES / EXTREMITY_DEFAULT, repeated so --help imports no torch (a test checks they agree)
 EXTREMITY_RULES = ("names", "names-distal", "limb-ends", "limb-ends+twist")
 EXTREMITY_DEFAULT = "limb-ends+twist"
-MASKS_IN_DEFAULT = "bones,mesh"   # FitConfig.bones_silhouettes as it stands (masks_in_options: no change)
+# fit.MASKS_IN's values the command offers (repeated so --help imports no torch; a test checks they agree)
+MASKS_IN = ("bones,mesh", "mesh", "mesh-bones")
+MASKS_IN_DEFAULT = "bones,mesh"   # FitConfig.masks_in as it stands (masks_in_options: no change)
 
 
 def masks_in_options(masks_in: str) -> dict:
-    """The FitConfig fields ``--masks-in`` changes from FitConfig's defaults (bones,mesh: none): mesh fits the
-    bones stage to the keypoints only (bones_silhouettes false; RESULTS sections 8 and 19)."""
-    return {} if masks_in == MASKS_IN_DEFAULT else {"bones_silhouettes": False}
+    """The FitConfig fields ``--masks-in`` changes from FitConfig's defaults (bones,mesh: none)."""
+    return {} if masks_in == MASKS_IN_DEFAULT else {"masks_in": masks_in}
 
 
 def _resolve_shape(ctx) -> dict[str, str]:
@@ -263,13 +264,14 @@ def _resolve_shape(ctx) -> dict[str, str]:
                    "section 22); names: joints named hand/foot/paw/finger/toe/wrist/ankle (before 2026-12-07); "
                    "limb-ends: the last free joints alone; names-distal: names without wrist and ankle. For a glTF "
                    "template; an avatar keeps the marks it stores.")
-@click.option("--masks-in", type=click.Choice([MASKS_IN_DEFAULT, "mesh"]), default=MASKS_IN_DEFAULT, show_default=True,
+@click.option("--masks-in", type=click.Choice(MASKS_IN), default=MASKS_IN_DEFAULT, show_default=True,
               help="Stages whose fit the silhouettes enter. bones,mesh: the bones stage too (masks move the bone "
-                   "scales and the global scale); mesh: the bones stage fits the keypoints only (bones and scale "
-                   "as without masks) and the silhouettes shape the surface alone, at the blur calibrated on that "
-                   "fit: bird surface -40 / -52 % vs keypoint-only at 16 / 4 cameras (bones,mesh -23 / -24 %) at "
-                   "half the CPU, but the hexapod's surface 1.16 x and the quadruped's 4-camera track 1.05 x "
-                   "bones,mesh's, so not the default (RESULTS section 19).")
+                   "scales and the global scale); mesh: the bones stage fits the keypoints only and the silhouettes "
+                   "shape the surface alone (RESULTS section 19); mesh-bones: as mesh, with the scale and bone "
+                   "scales free again in the mesh stage: surface -32 to -54 % vs keypoint-only on 6 cases where "
+                   "bones,mesh gets -21 to -52 %, bones 5.8 % off (bones,mesh 8.6 %), 0.4-0.6 x the CPU, but "
+                   "the hexapod's 16-camera surface 1.11 x and the quadruped's 4-camera track 1.03 x bones,mesh's, "
+                   "so not the default (section 24).")
 @_with(fit_opts)
 def shape(run, template, inputs, template_units, calibration, units, camera_names, n_keyframes, keyframes,
           steps, images_dir, keypoint_offsets, sigma, extremities, masks_in, keypoints, symmetry, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,

@@ -404,16 +404,18 @@ def test_shape_masks_in_mesh_keeps_silhouettes_out_of_the_bones_stage(sh, tmp_pa
     """`shape --masks-in` (RESULTS section 19): the default (bones,mesh) changes no FitConfig field, so the
     silhouettes enter the bones and the mesh stages as FitConfig() has them; `--masks-in mesh` sets
     bones_silhouettes false, so through the command the bones stage fits keypoints only and the mesh
-    stage alone renders silhouettes, at a calibrated blur; `shape --help-all` says both."""
+    stage alone renders silhouettes, at a calibrated blur; `--masks-in mesh-bones` (section 24) renders in the
+    same stages and reaches FitConfig.masks_in; `shape --help-all` names all three."""
     import os
 
     import cortexkit.tools.avatar.fit as fit
-    from cortexkit.cli.fit_avatar import masks_in_options, shape
+    from cortexkit.cli.fit_avatar import MASKS_IN, masks_in_options, shape
     from cortexkit.tools.avatar.api import fit_config
 
     default = next(p.default for p in shape.params if p.name == "masks_in")
     assert default == "bones,mesh" and fit_config(**masks_in_options(default)) == fit.FitConfig()
-    assert fit.FitConfig().bones_silhouettes is True and fit_config(**masks_in_options("mesh")).bones_silhouettes is False
+    assert fit.FitConfig().masks_in == "bones,mesh" and set(MASKS_IN) <= set(fit.MASKS_IN)
+    assert [fit_config(**masks_in_options(m)).masks_in for m in MASKS_IN] == list(MASKS_IN)
     hexapod = Path(__file__).resolve().parents[1] / "data" / "hexapod"
     proc = sh(f"""
     set -e
@@ -422,7 +424,8 @@ def test_shape_masks_in_mesh_keeps_silhouettes_out_of_the_bones_stage(sh, tmp_pa
     assert proc.returncode == 0, proc.stderr
     real = fit._optimise
     monkeypatch.chdir(tmp_path)
-    for extra, want in (([], (False, False, True, True)), (["--masks-in", "mesh"], (False, False, False, True))):
+    for extra, want in (([], (False, False, True, True)), (["--masks-in", "mesh"], (False, False, False, True)),
+                        (["--masks-in", "mesh-bones"], (False, False, False, True))):
         seen = []
         monkeypatch.setattr(fit, "_optimise", lambda *a, **kw: (seen.append(a[7]), real(*a, **kw))[1])
         in_process("fit-avatar", "shape", str(hexapod / "hexapod.glb"), "views.st", "--keypoints",
@@ -432,7 +435,7 @@ def test_shape_masks_in_mesh_keeps_silhouettes_out_of_the_bones_stage(sh, tmp_pa
         assert tuple(seen) == want, (extra, seen)
         os.remove(tmp_path / "avatar.st")
     text = in_process("fit-avatar", "shape", "--help-all")
-    assert "--masks-in [bones,mesh|mesh]" in text and "the bones stage fits the keypoints only" in text
+    assert "--masks-in [bones,mesh|mesh|mesh-bones]" in text and "the bones stage fits the keypoints only" in text
 
 
 def test_shape_from_an_avatar_says_that_template_options_do_not_apply(sh, fox, tmp_path):
