@@ -130,7 +130,8 @@ method_options = option_set(
                  "(1 + sqrt(m/n) per layer: unit gain), fan-act (fan / rms of the activation), "
                  "fan-sqrt-act (fan / the square root of that rms); -readout after either sets "
                  "the output layer to fan / 8 (fan-act) or fan / 3 (fan-sqrt-act); fan-free-readout "
-                 "leaves the output layer unnormalised."),
+                 "leaves the output layer unnormalised; fan-init = fan / sqrt(3) on every layer, "
+                 "torch's default init scale."),
     click.option("--weight-norm-mode", type=click.Choice(WEIGHT_NORM_MODES),
                  default=DEFAULT_WEIGHT_NORM_MODE, show_default=True,
                  help="After every weight step: pin each layer's (sqrt(m)+sqrt(n)) std(W) at the "

@@ -23,6 +23,12 @@ AdamW parameter).
 
     OMP_NUM_THREADS=1 python benchmarks/train_pcn/pcn19_cost_probe.py --pairs 300 --depths 3,5,16 \
         --bp --candidate learn -o benchmarks/train_pcn/pcn21_cost_probe.yaml
+
+pcn22 added ``--candidate-gain RULE`` (default the default gain): the candidate's gain rule, e.g.
+``--candidate pin --candidate-gain fan-init`` (pinned at torch's init scale; same arithmetic).
+
+    OMP_NUM_THREADS=1 python benchmarks/train_pcn/pcn19_cost_probe.py --pairs 300 --depths 3,5,8 \
+        --bp --candidate pin --candidate-gain fan-init -o benchmarks/train_pcn/pcn22_cost_probe.yaml
 """
 
 from __future__ import annotations
@@ -45,19 +51,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import write_yaml  # noqa: E402
 
 
-def runner(spec, mode, decay, batch=128, method="meta-pcn"):
+def runner(spec, mode, decay, batch=128, method="meta-pcn", gain=DEFAULT_GAIN):
     torch.manual_seed(0)
     net = build_network(spec)
     x = torch.randn(batch, *spec.in_shape)
     y = torch.randint(0, spec.classes, (batch,))
-    gains = LearntGains(net, DEFAULT_GAIN) if mode == "learn" else None
+    gains = LearntGains(net, gain) if mode == "learn" else None
     opt = torch.optim.AdamW(list(net.parameters()) + ([gains.log_gain] if gains else []),
                             lr=1e-4, weight_decay=decay)
     cfg = TrainConfig(method=method,
                       inference=InferenceConfig(default_steps(method, spec.depth), 1.0))
     params = list(net.parameters())
     if mode is not None:
-        normalize_weights(net, DEFAULT_GAIN)
+        normalize_weights(net, gain)
 
     def weight_step(grads):
         for p, g in zip(params, grads):
@@ -66,7 +72,7 @@ def runner(spec, mode, decay, batch=128, method="meta-pcn"):
             gains.set_grad()
         opt.step()
         if mode is not None:                  # None: plain BP, no weight normalisation
-            normalize_weights(net, gains.values() if gains else DEFAULT_GAIN, mode=mode)
+            normalize_weights(net, gains.values() if gains else gain, mode=mode)
 
     def one():
         weight_step(_inference(net, x, y, cfg, 1.0 / batch, weight_step).grads)
@@ -91,22 +97,27 @@ def main(argv=None):
     p.add_argument("--bp", action="store_true", help="time a plain-BP batch in every pair too")
     p.add_argument("--candidate", default="cap:1",
                    help="MODE[:AdamW DECAY] timed against pin (pcn21: learn)")
+    p.add_argument("--candidate-gain", default=DEFAULT_GAIN,
+                   help="the candidate's weight-norm gain rule (pcn22: fan-init, mode pin)")
     p.add_argument("-o", "--output", default="-")
     args = p.parse_args(argv)
     cand_mode, _, cand_decay = args.candidate.partition(":")
     cand_decay = float(cand_decay or 0.0)
     label = args.candidate.replace(":", "").replace(".", "")
+    if args.candidate_gain != DEFAULT_GAIN:
+        label = f"{label}_{args.candidate_gain}".replace("-", "_")
     torch.set_num_threads(1)
     out = {"settings": "Meta-PCN defaults (T = L - 1), batch 128, 1 thread, CPU clock; pin vs "
                        f"{args.candidate} (MODE:AdamW decay) alternating, order flipped every pair",
-           "candidate": args.candidate,
+           "candidate": args.candidate, "candidate_gain": args.candidate_gain,
            "pairs": args.pairs, "results": {}}
     if args.bp:
         out["settings"] += "; plain BP (no WN, decay 0) in every pair, orders cycling"
     orders = list(itertools.permutations(range(3)))
     for depth in (int(d) for d in args.depths.split(",")):
         spec = NetworkSpec("mlp", (1, 28, 28), 10, width=128, depth=depth)
-        (pin, pin_opt), (cap, cap_opt) = runner(spec, "pin", 0.0), runner(spec, cand_mode, cand_decay)
+        (pin, pin_opt), (cap, cap_opt) = runner(spec, "pin", 0.0), runner(spec, cand_mode, cand_decay,
+                                                                    gain=args.candidate_gain)
         bp = runner(spec, None, 0.0, method="bp")[0] if args.bp else None
         ratios, tp, tc, op, oc, cb, pb = [], [], [], [], [], [], []
         for i in range(args.pairs):

@@ -49,7 +49,7 @@ def test_explicit_options_and_config_files_win_over_the_rule(cli, tmp_path):
 
 
 @pytest.mark.parametrize("rule", ["fan-act", "fan-sqrt-act", "fan-act-readout",
-                                  "fan-sqrt-act-readout"])
+                                  "fan-sqrt-act-readout", "fan-init"])
 def test_gain_rules_by_name_reach_the_config(cli, rule):
     """The measured alternatives to the default fan (benchmarks/train_pcn/RESULTS.md, pcn13) are
     reachable by name; the default stays fan."""

@@ -158,3 +158,20 @@ def test_signal_per_block_at_initialisation(spec):
         ratios[rule] = _signal_ratio_per_block(net, x)
     assert ratios["fan"] < 0.7, ratios
     assert 0.7 <= ratios["fan-sqrt-act"] < ratios["fan-act"] <= 1.4, ratios
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.arch for s in SPECS])
+def test_fan_init_is_torchs_default_init_scale(spec):
+    """fan-init (pcn22) = fan / sqrt(3) on every layer, output included: the spectral proxy
+    torch's default Linear / Conv2d init has (uniform, std 1 / sqrt(3 n): (sqrt(m) + sqrt(n)) /
+    sqrt(3 n) = (1 + sqrt(m/n)) / sqrt(3)), so a pinned layer stays at the scale plain BP starts
+    from. Measured on freshly built networks: the proxy of each layer's init weights."""
+    torch.manual_seed(0)
+    net = build_network(spec)
+    fan, init = layer_gains(net, "fan"), layer_gains(net, "fan-init")
+    assert [i / f for i, f in zip(init, fan)] == pytest.approx([1 / math.sqrt(3)] * len(fan))
+    for layer, gain in zip(weight_layers(net), init):
+        # the sample std of >= 640 uniform entries is within a few % of its expectation
+        assert spectral_proxy(layer.weight) == pytest.approx(gain, rel=0.06), layer
+    normalize_weights(net, "fan-init")
+    assert [spectral_proxy(l.weight) for l in weight_layers(net)] == pytest.approx(init, rel=1e-5)

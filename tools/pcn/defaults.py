@@ -26,7 +26,12 @@ BLOCKS = {"vgg5": 5, "vgg7": 7, "vgg9": 9, "vgg11": 11, "vgg13": 13, "resnet18":
 # layer is not normalised (its norm is learnt, as plain BP's)
 GAIN_RULE_PARAMS = {"fan": (0.0, 1.0), "fan-act": (1.0, 1.0), "fan-sqrt-act": (0.5, 1.0),
                     "fan-act-readout": (1.0, 0.125), "fan-sqrt-act-readout": (0.5, 1 / 3),
-                    "fan-free-readout": (0.0, None)}
+                    "fan-free-readout": (0.0, None), "fan-init": (0.0, 1.0)}
+# a factor on every layer's gain (output included) of a rule: fan-init = fan / sqrt(3), the
+# proxy torch's default Linear / Conv init has in every layer (std 1 / sqrt(3 n), so
+# (sqrt(m) + sqrt(n)) / sqrt(3 n) = (1 + sqrt(m/n)) / sqrt(3)), the scale plain BP's hidden
+# layers keep through training (pcn21); pcn22
+GAIN_RULE_SCALE = {"fan-init": 1 / 3 ** 0.5}
 GAIN_RULES = tuple(GAIN_RULE_PARAMS)
 DEFAULT_GAIN = "fan"
 # after every weight step: pin = normalise exactly to the gain (the paper's regulariser as

@@ -34,7 +34,8 @@ import torch.nn.functional as F
 
 from cortexkit.tools.pcn import distributed
 from cortexkit.tools.pcn.defaults import (DEFAULT_GAIN, DEFAULT_WEIGHT_NORM_MODE,
-                                          GAIN_RULE_PARAMS, GAIN_RULES, WEIGHT_NORM_MODES)
+                                          GAIN_RULE_PARAMS, GAIN_RULE_SCALE, GAIN_RULES,
+                                          WEIGHT_NORM_MODES)
 from cortexkit.tools.pcn.inference import (METHODS, InferenceConfig, InferenceResult,
                                            binomial_tail, bp_gradients, imbalance_and_reason,
                                            meta_inference, pc_inference)
@@ -133,7 +134,9 @@ def layer_gains(net: Network, gain: float | str, act_power: float | None = None,
     times (1 / rms(phi))^p for a layer that feeds the activation phi and times s for the output
     layer, (p, s) the rule's (:data:`GAIN_RULE_PARAMS`: fan (0, 1), fan-act (1, 1),
     fan-sqrt-act (0.5, 1), fan-act-readout (1, 1/8), fan-sqrt-act-readout (0.5, 1/3),
-    fan-free-readout (0, None): None for the output layer, which is then not normalised).
+    fan-free-readout (0, None): None for the output layer, which is then not normalised), all
+    times the rule's factor :data:`GAIN_RULE_SCALE` (fan-init: 1 / sqrt(3), torch's init scale;
+    1 for the others).
     ``act_power`` / ``out_scale`` (benchmarks only) override p and s."""
     layers = weight_layers(net)
     if not isinstance(gain, str):
@@ -143,6 +146,7 @@ def layer_gains(net: Network, gain: float | str, act_power: float | None = None,
     power, scale = GAIN_RULE_PARAMS[gain]
     power = power if act_power is None else act_power
     out_scale = scale if out_scale is None else out_scale
+    base = GAIN_RULE_SCALE.get(gain, 1.0)
     act = activation_gain(net.spec.activation) ** power if power else 1.0
     out_ids = {id(m) for m in weight_layers(net.blocks[-1])}  # the linear output block
     gains = []
@@ -153,7 +157,7 @@ def layer_gains(net: Network, gain: float | str, act_power: float | None = None,
         if id(layer) in out_ids and out_scale is None:
             gains.append(None)
             continue
-        gains.append((1 + math.sqrt(m / n)) * (out_scale if id(layer) in out_ids else act))
+        gains.append(base * (1 + math.sqrt(m / n)) * (out_scale if id(layer) in out_ids else act))
     return gains
 
 
