@@ -1,18 +1,22 @@
-"""Weight normalisation's two modes (pcn17): ``pin`` (today's, the spectral proxy set to the gain
+"""Weight normalisation's modes: ``pin`` (today's, the spectral proxy set to the gain
 after every weight step) and ``cap`` (the proxy clipped from above at the gain: a layer may shrink,
-never grow past it). Init is exact in both; pin is today's arithmetic bit for bit; Meta-PCN at its
-defaults keeps BP + WN's weights under either mode (the gradient identity)."""
+never grow past it; pcn17) and ``learn`` (pcn21: Salimans & Kingma's w = g v / ||v||, one trainable
+log-gain per normalised layer initialised at the resolved gain and trained by the weights' AdamW from
+dLoss/d log g_l = <dLoss/dW_l, W_l>). Init is exact in each; pin is today's arithmetic bit for bit;
+Meta-PCN at its defaults keeps BP + WN's weights (and learnt gains) under every mode (the gradient
+identity)."""
 
 import math
 
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from cortexkit.tools.pcn import api, train as train_module
 from cortexkit.tools.pcn.inference import InferenceConfig, meta_inference
 from cortexkit.tools.pcn.network import NetworkSpec, build_network, fan_out_in, weight_layers
-from cortexkit.tools.pcn.train import (TrainConfig, layer_gains, normalize_weights,
+from cortexkit.tools.pcn.train import (LearntGains, TrainConfig, layer_gains, normalize_weights,
                                        spectral_proxy)
 
 MLP = NetworkSpec("mlp", (1, 4, 4), classes=5, width=12, depth=6, activation="gelu")
@@ -144,23 +148,82 @@ def test_initialisation_is_the_same_in_both_modes():
         assert spectral_proxy(layer.weight) == pytest.approx(target, rel=1e-6)
 
 
+def _identity_fits(mode, images, labels):
+    """Meta-PCN and BP + WN under ``mode`` and Meta-PCN under pin, float64, 3 epochs: asserts the
+    gradient identity (T = L - 1, eta_x = 1: the two ``mode`` runs end with the same weights) and that
+    ``mode``'s run is not pin's -> the three networks."""
+    common = dict(epochs=3, batch_size=16, lr=0.02)
+    fits = {}
+    for name, method, m in [("meta", "meta-pcn", mode), ("bp", "bp", mode), ("meta-pin", "meta-pcn", "pin")]:
+        steps = MLP.depth - 1 if method == "meta-pcn" else 0
+        cfg = TrainConfig(method=method, weight_norm=True, weight_norm_mode=m,
+                          inference=InferenceConfig(steps, 1.0), **common)
+        fits[name] = api.fit(images, labels, MLP, cfg, seed=5, dtype=torch.float64)[0].net
+    for p, q in zip(fits["meta"].parameters(), fits["bp"].parameters()):
+        assert torch.allclose(p, q, rtol=0, atol=1e-9)
+    gap = max(float((p - q).detach().abs().max())
+              for p, q in zip(fits["meta"].parameters(), fits["meta-pin"].parameters()))
+    assert gap > 1e-3
+    return fits
+
+
 def test_meta_pcn_cap_is_bp_with_capped_weight_norm_and_differs_from_pin():
     """The gradient identity (T = L - 1, eta_x = 1) holds under cap as under pin: Meta-PCN cap and
     BP + WN cap end with the same weights in float64; cap's run is not pin's (the cap acted)."""
-    images, labels = _images(80)
-    common = dict(epochs=3, batch_size=16, lr=0.02)
-    fits = {}
-    for name, method, mode in [("meta-cap", "meta-pcn", "cap"), ("bp-cap", "bp", "cap"),
-                               ("meta-pin", "meta-pcn", "pin")]:
-        steps = MLP.depth - 1 if method == "meta-pcn" else 0
-        cfg = TrainConfig(method=method, weight_norm=True, weight_norm_mode=mode,
-                          inference=InferenceConfig(steps, 1.0), **common)
-        fits[name] = api.fit(images, labels, MLP, cfg, seed=5, dtype=torch.float64)[0].net
-    for p, q in zip(fits["meta-cap"].parameters(), fits["bp-cap"].parameters()):
-        assert torch.allclose(p, q, rtol=0, atol=1e-9)
-    gap = max(float((p - q).detach().abs().max())
-              for p, q in zip(fits["meta-cap"].parameters(), fits["meta-pin"].parameters()))
-    assert gap > 1e-3
-    gains = layer_gains(fits["meta-cap"], "fan")
-    proxies = [spectral_proxy(layer.weight) for layer in weight_layers(fits["meta-cap"])]
+    fits = _identity_fits("cap", *_images(80))
+    gains = layer_gains(fits["meta"], "fan")
+    proxies = [spectral_proxy(layer.weight) for layer in weight_layers(fits["meta"])]
     assert all(p <= t * (1 + 1e-12) for p, t in zip(proxies, gains))
+
+
+@pytest.mark.parametrize("gain", ["fan", 1.5, "fan-free-readout"])
+def test_the_gain_gradient_is_the_loss_derivative_along_each_layers_scale(gain):
+    """set_grad's <G_l, W_l> equals d loss / d s at s = 0 for W_l -> exp(s) W_l (finite
+    differences, float64); a layer a rule leaves free has no gain."""
+    torch.manual_seed(0)
+    net = build_network(MLP, dtype=torch.float64)
+    normalize_weights(net, gain)
+    gains = LearntGains(net, gain)
+    targets = layer_gains(net, gain)
+    assert gains.log_gain.numel() == sum(t is not None for t in targets)
+    assert torch.allclose(gains.log_gain.exp(),
+                          torch.tensor([t for t in targets if t is not None], dtype=torch.float64))
+    x = torch.randn(7, 1, 4, 4, dtype=torch.float64)
+    y = torch.arange(7) % 5
+    F.cross_entropy(net(x), y).backward()
+    gains.set_grad()
+    layers = weight_layers(net)
+    for k, i in enumerate(gains.learnt):
+        weight, h = layers[i].weight, 1e-6
+        with torch.no_grad():
+            weight.mul_(np.exp(h))
+            up = float(F.cross_entropy(net(x), y))
+            weight.mul_(np.exp(-2 * h))
+            down = float(F.cross_entropy(net(x), y))
+            weight.mul_(np.exp(h))
+        assert float(gains.log_gain.grad[k]) == pytest.approx((up - down) / (2 * h), rel=1e-6,
+                                                              abs=1e-10)
+
+
+def test_learn_initialisation_is_pins():
+    images, labels = _images(80)
+    models = [api.fit(images, labels, MLP, TrainConfig(epochs=0, weight_norm_mode=mode,
+                                                       inference=InferenceConfig(5, 1.0)),
+                      seed=4)[0] for mode in ("pin", "learn")]
+    assert all(torch.equal(p, q) for p, q in zip(models[0].net.parameters(),
+                                                 models[1].net.parameters()))
+
+
+def test_meta_pcn_learn_is_bp_with_learnt_gains_and_the_gains_move():
+    """The gradient identity holds with the learnt gains (pcn21): Meta-PCN learn and BP + WN learn end
+    with the same weights in float64, so with the same gains (every layer's proxy); the gains left the
+    resolved values (the run is not pin's, and its layers' proxies are not the fan gains); each layer
+    stays pinned at its own gain (one proxy per layer)."""
+    fits = _identity_fits("learn", *_images(80))
+    gains = layer_gains(fits["meta"], "fan")
+    learnt = [spectral_proxy(l.weight) for l in weight_layers(fits["meta"])]
+    pinned = [spectral_proxy(l.weight) for l in weight_layers(fits["meta-pin"])]
+    assert pinned == pytest.approx(gains, rel=1e-9)
+    moved = [abs(a / g - 1) for a, g in zip(learnt, gains)]
+    assert max(moved) > 0.01, moved       # 3 epochs x 5 steps at rate 0.02: room for ~30 %
+    assert learnt == pytest.approx([spectral_proxy(l.weight) for l in weight_layers(fits["bp"])], rel=1e-9)
