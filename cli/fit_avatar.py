@@ -272,8 +272,10 @@ def _resolve_shape(ctx) -> dict[str, str]:
                    "bones,mesh gets -21 to -52 %, bones 5.8 % off (bones,mesh 8.6 %), 0.4-0.6 x the CPU, but "
                    "the hexapod's 16-camera surface 1.11 x and the quadruped's 4-camera track 1.03 x bones,mesh's, "
                    "so not the default (section 24); auto: bones,mesh and mesh-bones both fitted without one "
-                   "camera (the baseline check's: most confident detections), the one whose keypoints reproject closer to that "
-                   "camera's detections (median px) kept; about 1.5 x bones,mesh's CPU (section 25).")
+                   "camera (the baseline check's: most confident detections), the one whose keypoints reproject "
+                   "closer to that camera's detections (median px) kept as fitted, on one camera fewer; the choice "
+                   "is stored in the avatar; 1.1-1.4 x bones,mesh's CPU, it chose the better surface in 4 of 6 "
+                   "cases, so not the default (section 25).")
 @_with(fit_opts)
 def shape(run, template, inputs, template_units, calibration, units, camera_names, n_keyframes, keyframes,
           steps, images_dir, keypoint_offsets, sigma, extremities, masks_in, keypoints, symmetry, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,
