@@ -829,10 +829,12 @@ def _auto_masks_in(template: Template, obs: Observations, config: FitConfig, log
         result = fit(obs, AUTO_MASKS_IN[0], hooks)
         result.masks_in = AUTO_MASKS_IN[0] if config.silhouettes and obs.masks is not None else None
         result.auto = {"chosen": result.masks_in, "why": f"auto not run: {why}"}
+        hooks.log(f"shape: masks-in auto not run ({why}): {AUTO_MASKS_IN[0]}")
         return result
     camera = held_out_camera(obs.confidence, 0.5)
     rest = without_camera(obs, camera)
     name = obs.cameras.names[camera]
+
     def quiet(masks_in: str) -> Hooks:   # the candidates' stage records, named by candidate
         return Hooks(log=lambda m: None, detail=hooks.detail, progress=hooks.progress,
                      stopped=lambda stage, *a, **k: hooks.stop(f"{stage} ({masks_in}, camera {name} held out)",
@@ -845,7 +847,8 @@ def _auto_masks_in(template: Template, obs: Observations, config: FitConfig, log
         scores[masks_in] = held_out_scores(template, candidates[masks_in], obs, camera)
     key = "iou" if config.auto_measure == "iou" else "keypoints_px_median"
     sign = -1.0 if config.auto_measure == "iou" else 1.0
-    chosen = min(AUTO_MASKS_IN, key=lambda m: (sign * scores[m][key], AUTO_MASKS_IN.index(m)))
+    chosen = min(AUTO_MASKS_IN, key=lambda m: (sign * scores[m][key] if math.isfinite(scores[m][key])
+                                               else math.inf, AUTO_MASKS_IN.index(m)))   # NaN: no detection
     fmt = " vs ".join(f"{m} {scores[m][key]:.4f}" for m in AUTO_MASKS_IN)
     why = (f"camera {name} held out of both fits: {'silhouette IoU' if key == 'iou' else 'keypoint median px'} "
            f"{fmt} ({'higher' if key == 'iou' else 'lower'} wins)")
