@@ -510,3 +510,22 @@ def test_masks_in_auto_keeps_the_candidate_better_on_the_held_out_camera(mesh, m
     assert torch.equal(flipped.shape.offsets, first.candidates[flipped.auto["chosen"]].shape.offsets)
     with pytest.raises(ValueError, match="auto_measure"):
         run(auto_measure="area")
+
+
+def test_masks_in_auto_with_two_cameras_fits_bones_mesh_and_says_why(mesh):
+    """masks_in "auto" needs a camera to hold out and two to triangulate without it: on 2 cameras it fits
+    bones,mesh (the same shape as asking for it) and its record says auto did not run and why."""
+    from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape
+    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+
+    tpl = build(mesh, keypoints=yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text()),
+                symmetry=yaml.safe_load((HEX / "hexapod_symmetry.yaml").read_text()))
+    cfg = SynthConfig(noise=0.0, dropout=0.0, outliers=0.0, masks=True, crop=32, seed=2)
+    cams, syn = make_views(tpl, mesh.animations["Walk"]["world"][:2], 1000.0, "ring:2", None, cfg)
+    obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+    run = lambda m: fit_avatar_shape(tpl, obs, FitConfig(shape_steps=(3, 3, 3, 3), crop=32, gate=1e6,  # noqa: E731
+                                                         masks_in=m), n_keyframes=2)
+    auto, plain = run("auto"), run("bones,mesh")
+    assert auto.masks_in == "bones,mesh" and auto.candidates is None
+    assert auto.auto["chosen"] == "bones,mesh" and "auto not run" in auto.auto["why"] and "2 camera" in auto.auto["why"]
+    assert torch.equal(auto.shape.offsets, plain.shape.offsets)
