@@ -201,7 +201,7 @@ def sigma_options(sigma) -> dict:
 EXTREMITY_RULES = ("names", "names-distal", "limb-ends", "limb-ends+twist")
 EXTREMITY_DEFAULT = "limb-ends+twist"
 # fit.MASKS_IN's values the command offers (repeated so --help imports no torch; a test checks they agree)
-MASKS_IN = ("bones,mesh", "mesh", "mesh-bones")
+MASKS_IN = ("bones,mesh", "mesh", "mesh-bones", "auto")
 MASKS_IN_DEFAULT = "bones,mesh"   # FitConfig.masks_in as it stands (masks_in_options: no change)
 
 
@@ -271,7 +271,11 @@ def _resolve_shape(ctx) -> dict[str, str]:
                    "scales free again in the mesh stage: surface -32 to -54 % vs keypoint-only on 6 cases where "
                    "bones,mesh gets -21 to -52 %, bones 5.8 % off (bones,mesh 8.6 %), 0.4-0.6 x the CPU, but "
                    "the hexapod's 16-camera surface 1.11 x and the quadruped's 4-camera track 1.03 x bones,mesh's, "
-                   "so not the default (section 24).")
+                   "so not the default (section 24); auto: bones,mesh and mesh-bones both fitted without one "
+                   "camera (the baseline check's: most confident detections), the one whose keypoints reproject "
+                   "closer to that camera's detections (median px) kept as fitted, on one camera fewer; the choice "
+                   "is stored in the avatar; 1.1-1.4 x bones,mesh's CPU, it chose the better surface in 4 of 6 "
+                   "cases, so not the default (section 25).")
 @_with(fit_opts)
 def shape(run, template, inputs, template_units, calibration, units, camera_names, n_keyframes, keyframes,
           steps, images_dir, keypoint_offsets, sigma, extremities, masks_in, keypoints, symmetry, limits, exclude_offsets, masks_dir, silhouettes, gate, silhouette_weight,

@@ -435,7 +435,37 @@ def test_shape_masks_in_mesh_keeps_silhouettes_out_of_the_bones_stage(sh, tmp_pa
         assert tuple(seen) == want, (extra, seen)
         os.remove(tmp_path / "avatar.st")
     text = in_process("fit-avatar", "shape", "--help-all")
-    assert "--masks-in [bones,mesh|mesh|mesh-bones]" in text and "the bones stage fits the keypoints only" in text
+    assert "--masks-in [bones,mesh|mesh|mesh-bones|auto]" in text and "the bones stage fits the keypoints only" in text
+
+
+def test_shape_masks_in_auto_through_the_command_stores_its_choice(sh, tmp_path):
+    """`shape --masks-in auto` through the installed command (RESULTS section 25): it fits bones,mesh and
+    mesh-bones without the held-out camera, says which it kept and why on stderr, stores the choice in the
+    avatar (the stop record "shape masks-in auto": chosen, camera, both candidates' held-out scores, and
+    the candidates' own stage records), and the chosen one is the candidate whose keypoints reproject closer to
+    the held-out camera's detections (median px)."""
+    from cortexkit.formats.artifact import read_artifact
+
+    hexapod = Path(__file__).resolve().parents[1] / "data" / "hexapod"
+    proc = sh(f"""
+    set -e
+    cortexkit fit-avatar synth {hexapod / 'hexapod.glb'} --keypoints {hexapod / 'hexapod_keypoints.yaml'} --frames 3 --rig ring:4 --crop 32 -o views.st
+    cortexkit fit-avatar shape {hexapod / 'hexapod.glb'} views.st --keypoints {hexapod / 'hexapod_keypoints.yaml'} --n-keyframes 2 --steps 3,3,3,3 --gate 1000 --threads 1 --masks-in auto -v -o avatar.st
+    """, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    avatar = read_artifact(tmp_path / "avatar.st")
+    assert avatar.config["masks-in" if "masks-in" in avatar.config else "masks_in"] == "auto"
+    stops = avatar.meta_json("cortexkit.stopped")
+    auto = [s for s in stops if s["stage"] == "shape masks-in auto"]
+    assert len(auto) == 1
+    rec = auto[0]
+    px = {m: rec[f"{m}_keypoints_px_median"] for m in ("bones,mesh", "mesh-bones")}
+    assert rec["chosen"] == min(px, key=px.get) and px["bones,mesh"] != px["mesh-bones"]
+    assert rec["measure"] == "keypoints" and 0 < rec["bones,mesh_iou"] <= 1
+    held = [s["stage"] for s in stops if "held out" in s["stage"]]
+    assert f"shape mesh (mesh-bones, camera {rec['camera']} held out)" in held
+    assert f"shape bones (bones,mesh, camera {rec['camera']} held out)" in held
+    assert f"masks-in auto chose {rec['chosen']}: camera {rec['camera']} held out of both fits" in proc.stderr
 
 
 def test_shape_from_an_avatar_says_that_template_options_do_not_apply(sh, fox, tmp_path):

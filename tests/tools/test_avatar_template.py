@@ -453,3 +453,79 @@ def test_masks_in_mesh_bones_frees_the_bones_in_the_mesh_stage_and_spanned_holds
     assert float((free.bone_scales[~spanned] - 1).abs().max()) > 1e-2
     with pytest.raises(ValueError, match="masks_in"):
         shape((0, 0, 1, 0), masks_in="bones")
+
+
+def test_masks_in_auto_keeps_the_candidate_better_on_the_held_out_camera(mesh, monkeypatch):
+    """FitConfig.masks_in "auto" (RESULTS section 25): bones,mesh and mesh-bones are each fitted without the
+    camera the baseline check holds out (most confident detections); the held-out scores are those of
+    held_out_scores on each candidate's fit; the candidate with the better score under auto_measure (keypoints,
+    the default: lower median px; iou: higher) is the avatar (auto_refit false: its fit as it is). Reversing the
+    scores reverses the choice; two runs give the same choice, scores and shape."""
+    import cortexkit.tools.avatar.fit as fit
+    from cortexkit.tools.avatar.baseline import held_out_camera
+    from cortexkit.tools.avatar.fit import AUTO_MASKS_IN, FitConfig, Observations, fit_avatar_shape, held_out_scores
+    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+
+    tpl = build(mesh, keypoints=yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text()),
+                symmetry=yaml.safe_load((HEX / "hexapod_symmetry.yaml").read_text()))
+    cfg = SynthConfig(noise=1.0, dropout=0.0, outliers=0.0, masks=True, crop=32, seed=5)
+    cams, syn = make_views(tpl, mesh.animations["Walk"]["world"][:3], 1000.0, "ring:4", None, cfg)
+    obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+
+    def run(**kw):
+        config = FitConfig(shape_steps=(5, 5, 5, 5), crop=32, gate=1e6, masks_in="auto", **kw)
+        return fit_avatar_shape(tpl, obs, config, n_keyframes=2)
+
+    first = run()
+    rec = first.auto
+    keyed = obs.frames(first.keyframes)
+    camera = held_out_camera(keyed.confidence, 0.5)
+    assert rec["camera"] == cams.names[camera] and rec["measure"] == "keypoints" and not rec["refit"]
+    assert set(first.candidates) == set(AUTO_MASKS_IN) == set(rec["scores"])
+    for m, r in first.candidates.items():   # the recorded scores are the candidates' on the held-out camera
+        again = held_out_scores(tpl, r, keyed, camera)
+        assert again["iou"] == pytest.approx(rec["scores"][m]["iou"], abs=1e-5)
+        assert again["keypoints_px_median"] == pytest.approx(rec["scores"][m]["keypoints_px_median"], abs=1e-5)
+    px = {m: rec["scores"][m]["keypoints_px_median"] for m in AUTO_MASKS_IN}
+    assert px[AUTO_MASKS_IN[0]] != px[AUTO_MASKS_IN[1]]
+    assert rec["chosen"] == min(AUTO_MASKS_IN, key=px.get) == first.masks_in
+    assert first.shape is first.candidates[rec["chosen"]].shape
+    ious = {m: rec["scores"][m]["iou"] for m in AUTO_MASKS_IN}
+    assert run(auto_measure="iou").auto["chosen"] == max(AUTO_MASKS_IN, key=ious.get)
+    second = run()   # deterministic: same camera, scores, choice and shape
+    assert second.auto == rec and torch.equal(second.shape.offsets, first.shape.offsets)
+    # auto_refit: the chosen one fitted again on every camera (its own fit, not the candidate's)
+    refit = run(auto_refit=True)
+    assert refit.auto["chosen"] == rec["chosen"] and refit.masks_in == rec["chosen"]
+    direct = fit_avatar_shape(tpl, obs, FitConfig(shape_steps=(5, 5, 5, 5), crop=32, gate=1e6,
+                                                  masks_in=rec["chosen"]), n_keyframes=2)
+    assert torch.equal(refit.shape.offsets, direct.shape.offsets)
+    # the choice follows the measure: the scores reversed, the other candidate is kept
+    real = fit.held_out_scores
+    monkeypatch.setattr(fit, "held_out_scores",
+                        lambda t, r, o, c: {**real(t, r, o, c),
+                                                   "keypoints_px_median": -real(t, r, o, c)["keypoints_px_median"]})
+    flipped = run()
+    assert flipped.auto["chosen"] != rec["chosen"]
+    assert torch.equal(flipped.shape.offsets, first.candidates[flipped.auto["chosen"]].shape.offsets)
+    with pytest.raises(ValueError, match="auto_measure"):
+        run(auto_measure="area")
+
+
+def test_masks_in_auto_with_two_cameras_fits_bones_mesh_and_says_why(mesh):
+    """masks_in "auto" needs a camera to hold out and two to triangulate without it: on 2 cameras it fits
+    bones,mesh (the same shape as asking for it) and its record says auto did not run and why."""
+    from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape
+    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+
+    tpl = build(mesh, keypoints=yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text()),
+                symmetry=yaml.safe_load((HEX / "hexapod_symmetry.yaml").read_text()))
+    cfg = SynthConfig(noise=0.0, dropout=0.0, outliers=0.0, masks=True, crop=32, seed=2)
+    cams, syn = make_views(tpl, mesh.animations["Walk"]["world"][:2], 1000.0, "ring:2", None, cfg)
+    obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+    run = lambda m: fit_avatar_shape(tpl, obs, FitConfig(shape_steps=(3, 3, 3, 3), crop=32, gate=1e6,  # noqa: E731
+                                                         masks_in=m), n_keyframes=2)
+    auto, plain = run("auto"), run("bones,mesh")
+    assert auto.masks_in == "bones,mesh" and auto.candidates is None
+    assert auto.auto["chosen"] == "bones,mesh" and "auto not run" in auto.auto["why"] and "2 camera" in auto.auto["why"]
+    assert torch.equal(auto.shape.offsets, plain.shape.offsets)

@@ -106,6 +106,8 @@ def shape(log, tpl, views, *, steps: str, keyframes: str | None, n_keyframes: in
         log.why["sigma"] = (f"{mode} -> {spec if isinstance(spec, str) else format(spec, '.4g')}: rendered / mask "
                             f"area {result.sigma_ratio[0]:.3f} at {result.sigma:.4g} "
                             f"({result.sigma_ratio[1]:.3f} at the widest)")
+    if result.auto is not None:   # masks_in auto: which stages the silhouettes entered, and why
+        log.why["masks_in"] = f"auto -> {result.auto['chosen']}: {result.auto['why']}"
     return avatar_to_tensors(tpl, result.shape, colors)
 
 

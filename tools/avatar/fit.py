@@ -59,7 +59,9 @@ class Observations:
                             None if self.crops is None else self.crops[index])
 
 
-MASKS_IN = ("bones,mesh", "mesh", "mesh-bones", "spanned,mesh")   # FitConfig.masks_in's values
+MASKS_IN = ("bones,mesh", "mesh", "mesh-bones", "spanned,mesh", "auto")   # FitConfig.masks_in's values
+AUTO_MASKS_IN = ("bones,mesh", "mesh-bones")   # what masks_in "auto" chooses between (RESULTS section 25)
+AUTO_MEASURES = ("keypoints", "iou")           # how it scores them on the held-out camera
 
 
 @dataclass
@@ -130,6 +132,12 @@ class FitConfig:
     # so offsets and bones meet the silhouettes together; "spanned,mesh" the bones stage too, but its
     # silhouette term moves only the bone groups a keypoint pair spans (the others get the keypoints' pull only)
     masks_in: str = "bones,mesh"
+    # masks_in "auto" (RESULTS section 25): both AUTO_MASKS_IN fitted without one camera (the one the
+    # track's baseline check holds out: most confident detections), scored on that camera, the better kept
+    auto_measure: str = "keypoints"  # "keypoints": the held-out camera's keypoint reprojection median px (lower
+                                    # wins; section 25's first look: it ranked the truth right where the IoU
+                                    # did not); "iou": its silhouette IoU (higher wins); ties: the first
+    auto_refit: bool = False        # True: refit the chosen one on every camera; False: keep its fit
     bones_silhouettes: bool = True  # silhouettes (gated) already in the bones stage: masks shape the bones
     bones_fixed_scale: bool = False  # with silhouettes in the bones stage, keep the global scale of the
                                      # pose stage there (study, benchmarks/fit_avatar RESULTS section 5)
@@ -516,6 +524,9 @@ class ShapeResult:
     sigma_ratio: tuple | None = None  # with sigma_bias: (area ratio at sigma, at config.sigma)
     sigma_stages: dict = field(default_factory=dict)  # the blur each silhouette stage used: a float, or
                                                       # (first, last) for an annealed stage
+    masks_in: str | None = None     # where the silhouettes acted (masks_in "auto": the one it chose)
+    auto: dict | None = None        # masks_in "auto": its record (camera, measure, scores, chosen, why)
+    candidates: dict | None = None  # masks_in "auto": each candidate's ShapeResult fitted without the camera
 
 
 @dataclass
@@ -589,6 +600,8 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
         params.marker_names = list(template.keypoint_names)
     use = select_cameras(obs.confidence, config.cameras)
     kw = _kp_weights(template, config)
+    if config.masks_in == "auto":
+        config = replace(config, masks_in=AUTO_MASKS_IN[0])   # fit_shape alone has no held-out camera
     if config.masks_in not in MASKS_IN:
         raise ValueError(f"masks_in {config.masks_in!r}: one of {', '.join(MASKS_IN)}")
     split = config.silhouettes and config.bones_split
@@ -759,9 +772,100 @@ def fit_avatar_shape(template: Template, obs: Observations, config: FitConfig, n
     if bad:
         raise ValueError(f"keyframe(s) {bad} outside the {F} frames")
     obs = _with_crops(obs, config).frames(keyframes)
-    points = _triangulated(obs)
-    result = fit_shape(template, reject_outliers(obs, points, config.outlier_px), points, config, log, hooks)
+    if config.masks_in == "auto":
+        result = _auto_masks_in(template, obs, config, log, hooks)
+    else:
+        points = _triangulated(obs)
+        result = fit_shape(template, reject_outliers(obs, points, config.outlier_px), points, config, log, hooks)
+        result.masks_in = config.masks_in if config.silhouettes and obs.masks is not None else None
     result.keyframes = list(keyframes)
+    return result
+
+
+def held_out_scores(template: Template, result: ShapeResult, obs: Observations, camera: int,
+                    min_confidence: float = 0.5) -> dict:
+    """A shape fit's keyframe poses scored on camera index ``camera`` of obs (its keyframes): the
+    keypoint reprojection median / mean image px over the detections above ``min_confidence``, and the
+    mean IoU of the exact render (supersampled 4 x) with the camera's masks over the keyframes."""
+    from cortexkit.tools.avatar.metrics import silhouette_iou
+
+    cam = obs.cameras.subset([camera])
+    with torch.no_grad():
+        verts, _, kps = forward(template, result.shape, result.pose, with_vertices=True)
+        proj = project(cam, kps.double())[0]
+        target = obs.keypoints[:, camera].double()
+        ok = torch.isfinite(target).all(-1) & (obs.confidence[:, camera] > min_confidence)
+        dist = (proj - torch.nan_to_num(target)).norm(dim=-1)[ok]
+        out = {"keypoints_px_median": float(dist.median()) if len(dist) else float("nan"),
+               "keypoints_px_mean": float(dist.mean()) if len(dist) else float("nan"),
+               "detections": int(ok.sum())}
+        if obs.masks is not None and obs.crops is not None:
+            out["iou"] = silhouette_iou(template, verts, cam, obs.crops[:, [camera]], obs.masks[:, [camera]])
+    return out
+
+
+def _auto_masks_in(template: Template, obs: Observations, config: FitConfig, log, hooks) -> ShapeResult:
+    """masks_in "auto" over keyframe views obs (crops set): each of AUTO_MASKS_IN fitted without the
+    held-out camera, scored there by ``config.auto_measure``; the better one kept (or refitted on every
+    camera with ``auto_refit``). Deterministic: the camera is the baseline check's (most confident
+    detections, lowest index on a tie), ties go to AUTO_MASKS_IN[0]."""
+    from cortexkit.tools.avatar.baseline import held_out_camera, without_camera
+
+    if config.auto_measure not in AUTO_MEASURES:
+        raise ValueError(f"auto_measure {config.auto_measure!r}: one of {', '.join(AUTO_MEASURES)}")
+    hooks = hooks or Hooks(log=log)
+    C = len(obs.cameras)
+
+    def fit(o: Observations, masks_in: str, h) -> ShapeResult:
+        points = _triangulated(o)
+        r = fit_shape(template, reject_outliers(o, points, config.outlier_px), points,
+                      replace(config, masks_in=masks_in), hooks=h)
+        r.masks_in = masks_in
+        return r
+
+    if not config.silhouettes or obs.masks is None or C < 3:
+        why = ("no silhouettes" if not config.silhouettes or obs.masks is None
+               else f"{C} camera(s): holding one out leaves too few to triangulate")
+        result = fit(obs, AUTO_MASKS_IN[0], hooks)
+        result.masks_in = AUTO_MASKS_IN[0] if config.silhouettes and obs.masks is not None else None
+        result.auto = {"chosen": result.masks_in, "why": f"auto not run: {why}"}
+        hooks.log(f"shape: masks-in auto not run ({why}): {AUTO_MASKS_IN[0]}")
+        return result
+    camera = held_out_camera(obs.confidence, 0.5)
+    rest = without_camera(obs, camera)
+    name = obs.cameras.names[camera]
+
+    def quiet(masks_in: str) -> Hooks:   # the candidates' stage records, named by candidate
+        return Hooks(log=lambda m: None, detail=hooks.detail, progress=hooks.progress,
+                     stopped=lambda stage, *a, **k: hooks.stop(f"{stage} ({masks_in}, camera {name} held out)",
+                                                               *a, **k))
+
+    candidates, scores = {}, {}
+    for masks_in in AUTO_MASKS_IN:
+        hooks.log(f"shape: masks-in auto: fitting {masks_in} without camera {name}")
+        candidates[masks_in] = fit(rest, masks_in, quiet(masks_in))
+        scores[masks_in] = held_out_scores(template, candidates[masks_in], obs, camera)
+    key = "iou" if config.auto_measure == "iou" else "keypoints_px_median"
+    sign = -1.0 if config.auto_measure == "iou" else 1.0
+    chosen = min(AUTO_MASKS_IN, key=lambda m: (sign * scores[m][key] if math.isfinite(scores[m][key])
+                                               else math.inf, AUTO_MASKS_IN.index(m)))   # NaN: no detection
+    fmt = " vs ".join(f"{m} {scores[m][key]:.4f}" for m in AUTO_MASKS_IN)
+    why = (f"camera {name} held out of both fits: {'silhouette IoU' if key == 'iou' else 'keypoint median px'} "
+           f"{fmt} ({'higher' if key == 'iou' else 'lower'} wins)")
+    hooks.log(f"shape: masks-in auto chose {chosen}: {why}")
+    hooks.stop("shape masks-in auto", len(AUTO_MASKS_IN), len(AUTO_MASKS_IN), "fits", "completed",
+               chosen=chosen, why=why, camera=name, measure=config.auto_measure,
+               **{f"{m}_{k}": round(float(scores[m][k]), 5) for m in AUTO_MASKS_IN
+                  for k in ("iou", "keypoints_px_median") if k in scores[m]})
+    record = {"chosen": chosen, "why": why, "camera": name, "measure": config.auto_measure,
+              "refit": bool(config.auto_refit),
+              "scores": {m: {k: round(v, 5) if isinstance(v, float) else v for k, v in s.items()}
+                         for m, s in scores.items()}}
+    if config.auto_refit:
+        result = fit(obs, chosen, hooks)
+    else:
+        result = candidates[chosen]
+    result.auto, result.candidates = record, candidates
     return result
 
 
