@@ -388,19 +388,28 @@ def test_silhouette_term_same_with_the_written_backward_and_with_autograd(mesh):
     assert float((g_new - g_ref).abs().max() / g_ref.abs().max()) < 1e-2
 
 
+def _masked_hexapod_walk(mesh, *, frames, ring, noise, seed):
+    """The hexapod (keypoints, symmetry) walking, seen by a ring of cameras with masks at 32 px, no dropout or
+    outliers -> (template, cameras, observations)."""
+    from cortexkit.tools.avatar.fit import Observations
+    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+
+    tpl = build(mesh, keypoints=yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text()),
+                symmetry=yaml.safe_load((HEX / "hexapod_symmetry.yaml").read_text()))
+    cfg = SynthConfig(noise=noise, dropout=0.0, outliers=0.0, masks=True, crop=32, seed=seed)
+    cams, syn = make_views(tpl, mesh.animations["Walk"]["world"][:frames], 1000.0, f"ring:{ring}", None, cfg)
+    return tpl, cams, Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+
+
+
 def test_bones_split_moves_only_the_unspanned_bones_with_silhouettes(mesh):
     """FitConfig.bones_split (the study of RESULTS section 11): with masks, the bones stage fits
     keypoints only (scale and bones equal the keypoint-only run's) and the split stage after it moves
     only the bone groups no keypoint pair spans (the hexapod's coxa, femur, neck2 ...); the global
     scale and the spanned groups (knee to foot, thorax3 to neck1) stay; without masks the flag changes nothing."""
-    from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape, spanned_groups
-    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+    from cortexkit.tools.avatar.fit import FitConfig, fit_avatar_shape, spanned_groups
 
-    tpl = build(mesh, keypoints=yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text()),
-                symmetry=yaml.safe_load((HEX / "hexapod_symmetry.yaml").read_text()))
-    cfg = SynthConfig(noise=0.0, dropout=0.0, outliers=0.0, masks=True, crop=32, seed=3)
-    cams, syn = make_views(tpl, mesh.animations["Walk"]["world"][:2], 1000.0, "ring:4", None, cfg)
-    obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+    tpl, cams, obs = _masked_hexapod_walk(mesh, frames=2, ring=4, noise=0.0, seed=3)
     spanned = spanned_groups(tpl)
     names = [n for n, s in zip(tpl.group_names, spanned.tolist()) if s]
     assert "neck1" in names and any(n.startswith("foot") for n in names)           # thorax3-neck1, knee-foot
@@ -424,14 +433,9 @@ def test_masks_in_mesh_bones_frees_the_bones_in_the_mesh_stage_and_spanned_holds
     "mesh-bones" moves them with the offsets against the silhouettes. "spanned,mesh": in the bones stage the
     silhouette term moves only the spanned bone groups (with no keypoint or prior pull the others stay at 1
     exactly, while "bones,mesh" moves them); an unknown value is refused."""
-    from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape, spanned_groups
-    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+    from cortexkit.tools.avatar.fit import FitConfig, fit_avatar_shape, spanned_groups
 
-    tpl = build(mesh, keypoints=yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text()),
-                symmetry=yaml.safe_load((HEX / "hexapod_symmetry.yaml").read_text()))
-    cfg = SynthConfig(noise=0.0, dropout=0.0, outliers=0.0, masks=True, crop=32, seed=3)
-    cams, syn = make_views(tpl, mesh.animations["Walk"]["world"][:2], 1000.0, "ring:4", None, cfg)
-    obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+    tpl, cams, obs = _masked_hexapod_walk(mesh, frames=2, ring=4, noise=0.0, seed=3)
     spanned = spanned_groups(tpl)
 
     def shape(steps, **kw):
@@ -463,14 +467,9 @@ def test_masks_in_auto_keeps_the_candidate_better_on_the_held_out_camera(mesh, m
     scores reverses the choice; two runs give the same choice, scores and shape."""
     import cortexkit.tools.avatar.fit as fit
     from cortexkit.tools.avatar.baseline import held_out_camera
-    from cortexkit.tools.avatar.fit import AUTO_MASKS_IN, FitConfig, Observations, fit_avatar_shape, held_out_scores
-    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+    from cortexkit.tools.avatar.fit import AUTO_MASKS_IN, FitConfig, fit_avatar_shape, held_out_scores
 
-    tpl = build(mesh, keypoints=yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text()),
-                symmetry=yaml.safe_load((HEX / "hexapod_symmetry.yaml").read_text()))
-    cfg = SynthConfig(noise=1.0, dropout=0.0, outliers=0.0, masks=True, crop=32, seed=5)
-    cams, syn = make_views(tpl, mesh.animations["Walk"]["world"][:3], 1000.0, "ring:4", None, cfg)
-    obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+    tpl, cams, obs = _masked_hexapod_walk(mesh, frames=3, ring=4, noise=1.0, seed=5)
 
     def run(**kw):
         config = FitConfig(shape_steps=(5, 5, 5, 5), crop=32, gate=1e6, masks_in="auto", **kw)
@@ -515,14 +514,9 @@ def test_masks_in_auto_keeps_the_candidate_better_on_the_held_out_camera(mesh, m
 def test_masks_in_auto_with_two_cameras_fits_bones_mesh_and_says_why(mesh):
     """masks_in "auto" needs a camera to hold out and two to triangulate without it: on 2 cameras it fits
     bones,mesh (the same shape as asking for it) and its record says auto did not run and why."""
-    from cortexkit.tools.avatar.fit import FitConfig, Observations, fit_avatar_shape
-    from cortexkit.tools.avatar.synth import SynthConfig, make_views
+    from cortexkit.tools.avatar.fit import FitConfig, fit_avatar_shape
 
-    tpl = build(mesh, keypoints=yaml.safe_load((HEX / "hexapod_keypoints.yaml").read_text()),
-                symmetry=yaml.safe_load((HEX / "hexapod_symmetry.yaml").read_text()))
-    cfg = SynthConfig(noise=0.0, dropout=0.0, outliers=0.0, masks=True, crop=32, seed=2)
-    cams, syn = make_views(tpl, mesh.animations["Walk"]["world"][:2], 1000.0, "ring:2", None, cfg)
-    obs = Observations(cams, syn.keypoints, syn.confidence, tpl.keypoint_names, syn.masks, syn.crops)
+    tpl, cams, obs = _masked_hexapod_walk(mesh, frames=2, ring=2, noise=0.0, seed=2)
     run = lambda m: fit_avatar_shape(tpl, obs, FitConfig(shape_steps=(3, 3, 3, 3), crop=32, gate=1e6,  # noqa: E731
                                                          masks_in=m), n_keyframes=2)
     auto, plain = run("auto"), run("bones,mesh")
