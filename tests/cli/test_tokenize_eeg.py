@@ -847,3 +847,20 @@ def test_signal_amplitude_weight_reaches_training_and_is_stored(cli, shared_data
     code = cli("tokenize-eeg", "train", shared_data / S001 / "S001R01.edf", *TINY,
                "--signal-amplitude-weight", "-1", "-o", tmp_path / "bad.st")
     assert code.returncode != 0 and len(code.stderr.strip().splitlines()) == 1
+
+
+def test_longer_windows_still_encode_event_windows(cli, shared_data, tmp_path):
+    """A tokenizer trained on 8-patch windows (the eeg21 study's candidate, rule 4: benchmarks/
+    tokenize_eeg/RESULTS.md "Study: more temporal context per window") stores 8 time slots, encodes
+    fixed windows of 8 patches and event-locked 4-s windows into 4 patches, as a 4-patch one does."""
+    tok = tmp_path / "p8.st"
+    artifact, _ = train_one_epoch(cli, shared_data, tok, "--patches", "8")
+    assert artifact.meta_json("eeg.model")["max_patches"] == 8
+    assert artifact.meta_json("eeg.preprocessing")["patches"] == 8
+    run = shared_data / S001 / "S001R03.edf"
+    for extra, patches in (((), 8), (("--windows", "events", "--events", "T1,T2", "--tmin", "0", "--tmax", "4"), 4)):
+        tokens = tmp_path / f"t{patches}.st"
+        proc = cli("tokenize-eeg", "encode", tok, run, *extra, "-o", tokens)
+        assert proc.returncode == 0, proc.stderr
+        shape = read(tokens, "eeg-tokens").tensors["token_t"].shape
+        assert shape[1:] == (19, patches) and shape[0] > 0
