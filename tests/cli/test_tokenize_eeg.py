@@ -864,3 +864,28 @@ def test_longer_windows_still_encode_event_windows(cli, shared_data, tmp_path):
         assert proc.returncode == 0, proc.stderr
         shape = read(tokens, "eeg-tokens").tensors["token_t"].shape
         assert shape[1:] == (19, patches) and shape[0] > 0
+
+
+def test_window_length_rule_adopts_nothing_and_the_windows_stay(sh):
+    """The eeg21 study (benchmarks/tokenize_eeg/RESULTS.md "Study: more temporal context per window",
+    rule written before the runs) on its files: neither 6 nor 8 patches passes against the protocol's 4,
+    so the protocol (heldout.py / study.py --patches) keeps 4 and train's --patches keeps its 30."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "tokenize_eeg"
+    files = sorted(str(p) for p in (bench / "results" / "study").glob("[AB]_amphead2_s[01].yaml")) + sorted(
+        str(p) for p in (bench / "results" / "study").glob("[AB]_patches[68]_s[01].yaml"))
+    assert len(files) == 12
+    out = subprocess.run([sys.executable, str(bench / "decide_patches.py"), *files], capture_output=True,
+                         text=True, check=True).stdout
+    verdicts = {line.split(":")[0]: line.rsplit("-> ", 1)[1] for line in out.splitlines() if "-> " in line}
+    assert verdicts == {"p6": "fails", "p8": "fails"} and "adopted: none" in out
+    for script in ("heldout.py", "study.py"):
+        assert 'parser.add_argument("--patches", type=int, default=4' in (bench / script).read_text()
+    proc = sh("cortexkit tokenize-eeg train --print-config")
+    assert proc.returncode == 0, proc.stderr
+    assert yaml.safe_load(proc.stdout)["patches"] == 30
