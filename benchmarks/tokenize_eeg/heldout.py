@@ -183,12 +183,15 @@ def main():
                         help="training runs as study.py's split (A/B: --parts probe only)")
     parser.add_argument("--feature-sets", default="",
                         help="';'-separated sets of features' parts probed beside the default")
+    parser.add_argument("--patches", type=int, default=4,
+                        help="1-s patches per window (train's --patches; issue 33 eeg21 study)")
     parser.add_argument("--cache", default="/tmp/eeg_study_cache")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     torch.set_num_threads(1)
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
-    prep = eeg.Preprocessing(patches=4)
+    P = args.patches
+    prep = eeg.Preprocessing(patches=P)
     if args.split != "H" and args.parts != "probe":
         parser.error("--split A/B trains on a choosing split: --parts probe only")
     train_runs, test_runs = SPLITS[args.split]
@@ -202,7 +205,7 @@ def main():
     stride = settings.pop("stride", None)
     leaky = bool(settings.pop("leaky_crop", False))  # study.py's: crops as before the 2026-12-07 fix
     model_keys = {k: settings.pop(k) for k in list(settings) if k in TokenizerConfig.__dataclass_fields__}
-    config = config_from_preset(preset, **{**dict(channels=19, max_patches=4, codebook_size=size,
+    config = config_from_preset(preset, **{**dict(channels=19, max_patches=P, codebook_size=size,
                                                   kmeans_init=True, dead_code_threshold=1.0,
                                                   depth=auto_encoder_depth(preset)),
                                            **model_keys})
@@ -212,10 +215,10 @@ def main():
                                warmup_epochs=min(5.0, args.epochs / 2)), **settings})
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     result = {"command": " ".join(sys.argv), "commit": commit, "seed": args.seed,
-              "split": args.split, "train": f"S001 runs {list(train_runs)}, 4-s windows",
+              "split": args.split, "train": f"S001 runs {list(train_runs)}, {P}-s windows",
               "test": "S001 R11-R14 (held out)" if args.split == "H" else
               f"probe runs {list(PROBE_RUNS[args.split][0])} (choosing)",
-              "train_windows": len(train), "test_windows": len(test), "preset": preset,
+              "train_windows": len(train), "test_windows": len(test), "patches": P, "preset": preset,
               "codebook_size": size, "train_config": tc.to_dict(), "model": model_keys}
     fit_index, validation_index = api.validation_split(len(train), args.validation_share)
     floor_windows, floor_key = train, ""
@@ -223,7 +226,7 @@ def main():
         # same optimiser steps, the auto preset and codebook of the non-overlapping windows
         base_per_epoch = -(-len(fit_index) // tc.batch_size)
         train = (fixed_windows(train_runs, prep, args.cache, float(stride)) if stride is not None else
-                 fixed_windows(train_runs, eeg.Preprocessing(patches=5), args.cache, 4.0))
+                 fixed_windows(train_runs, eeg.Preprocessing(patches=P + 1), args.cache, float(P)))
         fit_index, validation_index = api.validation_split(len(train), args.validation_share)
         scale = base_per_epoch / -(-len(fit_index) // tc.batch_size)
         tc.epochs = int(round(tc.epochs * scale))
@@ -243,7 +246,7 @@ def main():
     croppable = crop_mask(fit_index, validation_index, leaky, result) if tc.random_crop else None
     if len(validation_index):  # as api.fit, plus a copy of the best-validation epoch's state
         model, history, best_state, best_epoch = fit_tracking_best(
-            train[fit_index], train[validation_index][:, :, :4], config, tc, args.seed, croppable)
+            train[fit_index], train[validation_index][:, :, :P], config, tc, args.seed, croppable)
     else:
         model, history = api.fit(train, config, tc, seed=args.seed, croppable=croppable)
     result["train_seconds"] = time.time() - start
@@ -251,7 +254,7 @@ def main():
     result["validation_curve"] = [round(r["validation"], 5) for r in history if "validation" in r]
     result["kept_epoch"] = history[-1].get("kept_epoch", len(history))
     if "recon" in args.parts:
-        cached = Path(args.cache) / f"floor_H_k{size}_s{args.seed}{floor_key}.yaml"  # study.py's key
+        cached = Path(args.cache) / f"floor_H_k{size}_s{args.seed}{floor_key}{'' if P == 4 else f'_p{P}'}.yaml"  # study.py's key
         if cached.is_file():  # the same floor (all 278 training windows, K, seed) as before
             floor = yaml.safe_load(cached.read_text())
         else:
@@ -260,7 +263,7 @@ def main():
             floor["seconds"] = time.time() - t0
             Path(args.cache).mkdir(parents=True, exist_ok=True)
             cached.write_text(yaml.safe_dump(floor))
-        fit = train[fit_index][:, :, :4]  # random_crop's windows carry a patch of context
+        fit = train[fit_index][:, :, :P]  # random_crop's windows carry a patch of context
         result["reconstruction"] = reconstruction(model, test, fit, floor)
         log(f"recon: {result['reconstruction']['tokenizer']} floor {floor}")
         if best_state is not None and tc.keep == "last":  # the best-validation epoch, same run

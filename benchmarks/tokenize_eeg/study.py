@@ -177,12 +177,13 @@ def main():
     train, test = windows(train_runs, prep, args.cache), windows(test_runs, prep, args.cache)
     fit_index, validation_index = api.validation_split(len(train), args.validation_share)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    result = {"command": " ".join(sys.argv), "commit": commit, "split": args.split,
+    result = {"command": " ".join(sys.argv), "commit": commit, "split": args.split, "patches": args.patches,
               "train_runs": list(train_runs), "test_runs": list(test_runs),
               "train_windows": len(train), "test_windows": len(test), "seed": args.seed,
               "fit_windows": len(fit_index), "validation_windows": len(validation_index)}
     start = time.time()
-    cached = Path(args.cache) / f"floor_{args.split}_k{args.codebook_size}_s{args.seed}.yaml"
+    cached = Path(args.cache) / (f"floor_{args.split}_k{args.codebook_size}_s{args.seed}"
+                                 f"{'' if args.patches == 4 else f'_p{args.patches}'}.yaml")
     if cached.is_file():  # the same floor (same split, K, seed) as an earlier run of this script
         result["kmeans_floor"] = yaml.safe_load(cached.read_text())
     else:
@@ -216,7 +217,8 @@ def main():
             own = {"training_windows": len(x), "fit_windows": len(fit), "epochs_scale": scale}
             log(f"variant {name}: {len(x)} windows, {len(fit)} fitted, epochs x {scale:.4f}: {settings}")
         if stride is not None:  # the floor on the same (overlapping) training windows, this run
-            cached = Path(args.cache) / f"floor_{args.split}_k{args.codebook_size}_s{args.seed}_stride{stride:g}.yaml"
+            cached = Path(args.cache) / (f"floor_{args.split}_k{args.codebook_size}_s{args.seed}_stride{stride:g}"
+                                     f"{'' if args.patches == 4 else f'_p{args.patches}'}.yaml")
             if cached.is_file():
                 floor = yaml.safe_load(cached.read_text())
             else:

@@ -847,3 +847,45 @@ def test_signal_amplitude_weight_reaches_training_and_is_stored(cli, shared_data
     code = cli("tokenize-eeg", "train", shared_data / S001 / "S001R01.edf", *TINY,
                "--signal-amplitude-weight", "-1", "-o", tmp_path / "bad.st")
     assert code.returncode != 0 and len(code.stderr.strip().splitlines()) == 1
+
+
+def test_longer_windows_still_encode_event_windows(cli, shared_data, tmp_path):
+    """A tokenizer trained on 8-patch windows (the eeg21 study's candidate, rule 4: benchmarks/
+    tokenize_eeg/RESULTS.md "Study: more temporal context per window") stores 8 time slots, encodes
+    fixed windows of 8 patches and event-locked 4-s windows into 4 patches, as a 4-patch one does."""
+    tok = tmp_path / "p8.st"
+    artifact, _ = train_one_epoch(cli, shared_data, tok, "--patches", "8")
+    assert artifact.meta_json("eeg.model")["max_patches"] == 8
+    assert artifact.meta_json("eeg.preprocessing")["patches"] == 8
+    run = shared_data / S001 / "S001R03.edf"
+    for extra, patches in (((), 8), (("--windows", "events", "--events", "T1,T2", "--tmin", "0", "--tmax", "4"), 4)):
+        tokens = tmp_path / f"t{patches}.st"
+        proc = cli("tokenize-eeg", "encode", tok, run, *extra, "-o", tokens)
+        assert proc.returncode == 0, proc.stderr
+        shape = read(tokens, "eeg-tokens").tensors["token_t"].shape
+        assert shape[1:] == (19, patches) and shape[0] > 0
+
+
+def test_window_length_rule_adopts_nothing_and_the_windows_stay(sh):
+    """The eeg21 study (benchmarks/tokenize_eeg/RESULTS.md "Study: more temporal context per window",
+    rule written before the runs) on its files: neither 6 nor 8 patches passes against the protocol's 4,
+    so the protocol (heldout.py / study.py --patches) keeps 4 and train's --patches keeps its 30."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    bench = Path(__file__).resolve().parents[2] / "benchmarks" / "tokenize_eeg"
+    files = sorted(str(p) for p in (bench / "results" / "study").glob("[AB]_amphead2_s[01].yaml")) + sorted(
+        str(p) for p in (bench / "results" / "study").glob("[AB]_patches[68]_s[01].yaml"))
+    assert len(files) == 12
+    out = subprocess.run([sys.executable, str(bench / "decide_patches.py"), *files], capture_output=True,
+                         text=True, check=True).stdout
+    verdicts = {line.split(":")[0]: line.rsplit("-> ", 1)[1] for line in out.splitlines() if "-> " in line}
+    assert verdicts == {"p6": "fails", "p8": "fails"} and "adopted: none" in out
+    for script in ("heldout.py", "study.py"):
+        assert 'parser.add_argument("--patches", type=int, default=4' in (bench / script).read_text()
+    proc = sh("cortexkit tokenize-eeg train --print-config")
+    assert proc.returncode == 0, proc.stderr
+    assert yaml.safe_load(proc.stdout)["patches"] == 30
