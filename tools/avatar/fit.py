@@ -670,7 +670,8 @@ def fit_shape(template: Template, obs: Observations, points3d: np.ndarray, confi
         hooks.stop(f"shape {name}", steps, steps, "steps", "completed",
                    keypoint_px=round(float(last[0].mean()), 4), silhouette=round(float(last[1].mean()), 5))
     return ShapeResult(params.shape(), params.pose(), last[0], last[1], sigma=calibrated, sigma_ratio=ratios,
-                       sigma_stages=sigma_stages)
+                       sigma_stages=sigma_stages,
+                       masks_in=config.masks_in if config.silhouettes and obs.masks is not None else None)
 
 
 @dataclass
@@ -775,11 +776,16 @@ def fit_avatar_shape(template: Template, obs: Observations, config: FitConfig, n
     if config.masks_in == "auto":
         result = _auto_masks_in(template, obs, config, log, hooks)
     else:
-        points = _triangulated(obs)
-        result = fit_shape(template, reject_outliers(obs, points, config.outlier_px), points, config, log, hooks)
-        result.masks_in = config.masks_in if config.silhouettes and obs.masks is not None else None
+        result = _fit_views(template, obs, config, log, hooks)
     result.keyframes = list(keyframes)
     return result
+
+
+def _fit_views(template: Template, obs: Observations, config: FitConfig, log: Callable[[str], None] = lambda m: None,
+               hooks: Hooks | None = None) -> ShapeResult:
+    """fit_shape on keyframe views: their robust triangulation, outlying detections dropped."""
+    points = _triangulated(obs)
+    return fit_shape(template, reject_outliers(obs, points, config.outlier_px), points, config, log, hooks)
 
 
 def held_out_scores(template: Template, result: ShapeResult, obs: Observations, camera: int,
@@ -817,17 +823,12 @@ def _auto_masks_in(template: Template, obs: Observations, config: FitConfig, log
     C = len(obs.cameras)
 
     def fit(o: Observations, masks_in: str, h) -> ShapeResult:
-        points = _triangulated(o)
-        r = fit_shape(template, reject_outliers(o, points, config.outlier_px), points,
-                      replace(config, masks_in=masks_in), hooks=h)
-        r.masks_in = masks_in
-        return r
+        return _fit_views(template, o, replace(config, masks_in=masks_in), hooks=h)
 
     if not config.silhouettes or obs.masks is None or C < 3:
         why = ("no silhouettes" if not config.silhouettes or obs.masks is None
                else f"{C} camera(s): holding one out leaves too few to triangulate")
         result = fit(obs, AUTO_MASKS_IN[0], hooks)
-        result.masks_in = AUTO_MASKS_IN[0] if config.silhouettes and obs.masks is not None else None
         result.auto = {"chosen": result.masks_in, "why": f"auto not run: {why}"}
         hooks.log(f"shape: masks-in auto not run ({why}): {AUTO_MASKS_IN[0]}")
         return result
